@@ -1,0 +1,133 @@
+import type { Fact, NewFact, PartialSnapshot } from '../events/facts.ts';
+import {
+  isTurnlogErrorNamed,
+  TurnlogError,
+  type TurnlogErrorOptions,
+} from '../events/turnlog-error.ts';
+
+/**
+ * The durable event log's contract. A store keeps, per session, facts in `seq` order
+ * (from 1, gapless, assigned at append) and never returns a torn one.
+ */
+export interface EventStore {
+  /**
+   * Appends facts to a session, in order, assigning `seq`. A fact whose `id` is already stored
+   * is skipped (a no-op, so a retried append is safe). With `expectedSeq`, the append only
+   * happens when the session's last `seq` equals it; otherwise it throws `ConcurrencyError`.
+   * A fact for a run that already has `run.ended` throws `RunSealedError`.
+   * Resolves once the new facts are durable (as durable as the store promises).
+   */
+  append(
+    sessionId: string,
+    facts: readonly NewFact[],
+    options?: AppendOptions,
+  ): Promise<AppendResult>;
+  /** The session's facts with `seq >= fromSeq` (default 1), in `seq` order. */
+  read(sessionId: string, options?: { fromSeq?: number }): Promise<Fact[]>;
+  /**
+   * Calls `listener` with each fact appended to the session after this call, in `seq` order,
+   * once each. Returns the unsubscribe function.
+   */
+  subscribe(sessionId: string, listener: (fact: Fact) => void): () => void;
+  /** Runs that have `run.started` and no `run.ended`, across all sessions. */
+  openRuns(): Promise<OpenRun[]>;
+  /** Ids of every session with at least one fact. */
+  sessions(): Promise<string[]>;
+  /**
+   * Overwrites the session's partial snapshot slot (the streamed output of the step in
+   * flight, bounded in size), for display after a crash. Never replayed to a model.
+   */
+  savePartial(sessionId: string, partial: PartialSnapshot): Promise<void>;
+  /** The session's partial snapshot, if one was saved and not cleared. */
+  loadPartial(sessionId: string): Promise<PartialSnapshot | undefined>;
+  /** Removes the session's partial snapshot (the step it described became a fact). */
+  clearPartial(sessionId: string): Promise<void>;
+  /** Flushes pending writes and releases the store (its lock, for a file store). */
+  close(): Promise<void>;
+}
+
+export interface AppendOptions {
+  /** The `seq` of the last fact the caller saw in this session (0 for an empty session). */
+  expectedSeq?: number;
+}
+
+export interface AppendResult {
+  /** The facts this call stored, with their `seq` (known ids are not in it). */
+  appended: Fact[];
+  /** The session's last `seq` after the append. */
+  lastSeq: number;
+}
+
+export interface OpenRun {
+  sessionId: string;
+  turnId: string;
+  runId: string;
+}
+
+/** `append` with an `expectedSeq` that is no longer the session's last `seq`. */
+export class ConcurrencyError extends TurnlogError {
+  static isInstance = isTurnlogErrorNamed<ConcurrencyError>('ConcurrencyError');
+  readonly sessionId: string;
+  readonly expectedSeq: number;
+  readonly actualSeq: number;
+
+  constructor(
+    options: TurnlogErrorOptions & { sessionId: string; expectedSeq: number; actualSeq: number },
+  ) {
+    super(options);
+    this.name = 'ConcurrencyError';
+    this.sessionId = options.sessionId;
+    this.expectedSeq = options.expectedSeq;
+    this.actualSeq = options.actualSeq;
+  }
+}
+
+/** `append` of a new fact to a run that already ended (I7). */
+export class RunSealedError extends TurnlogError {
+  static isInstance = isTurnlogErrorNamed<RunSealedError>('RunSealedError');
+  readonly sessionId: string;
+  readonly runId: string;
+
+  constructor(options: TurnlogErrorOptions & { sessionId: string; runId: string }) {
+    super(options);
+    this.name = 'RunSealedError';
+    this.sessionId = options.sessionId;
+    this.runId = options.runId;
+  }
+}
+
+/** A stored file or document that cannot be read as a valid log (never treated as empty). */
+export class StoreCorruptionError extends TurnlogError {
+  static isInstance = isTurnlogErrorNamed<StoreCorruptionError>('StoreCorruptionError');
+  readonly file: string;
+
+  constructor(options: TurnlogErrorOptions & { file: string }) {
+    super(options);
+    this.name = 'StoreCorruptionError';
+    this.file = options.file;
+  }
+}
+
+/** A store directory already opened by another live process. */
+export class StoreLockedError extends TurnlogError {
+  static isInstance = isTurnlogErrorNamed<StoreLockedError>('StoreLockedError');
+  readonly dir: string;
+  readonly pid: number | undefined;
+
+  constructor(options: TurnlogErrorOptions & { dir: string; pid: number | undefined }) {
+    super(options);
+    this.name = 'StoreLockedError';
+    this.dir = options.dir;
+    this.pid = options.pid;
+  }
+}
+
+/** Any use of a store after `close()`. */
+export class StoreClosedError extends TurnlogError {
+  static isInstance = isTurnlogErrorNamed<StoreClosedError>('StoreClosedError');
+
+  constructor(options: TurnlogErrorOptions) {
+    super(options);
+    this.name = 'StoreClosedError';
+  }
+}

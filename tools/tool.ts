@@ -1,0 +1,135 @@
+import type {
+  CommitFact,
+  Fact,
+  PermissionDecision,
+  RunLimits,
+  ToolCallRecord,
+} from '../events/facts.ts';
+import type { JsonValue } from '../events/json.ts';
+
+/**
+ * The tool contract: what `defineTool` returns and what the tool runtime settles.
+ * Tools are executed only by the tool runtime (tools/tool-runtime.ts), never by a model adapter.
+ */
+
+/** The Standard Schema v1 interface (https://standardschema.dev); zod v4 schemas implement it. */
+export interface StandardSchemaV1<TInput = unknown, TOutput = TInput> {
+  readonly '~standard': {
+    readonly version: 1;
+    readonly vendor: string;
+    readonly validate: (
+      value: unknown,
+    ) => StandardSchemaV1.Result<TOutput> | Promise<StandardSchemaV1.Result<TOutput>>;
+    readonly types?: { readonly input: TInput; readonly output: TOutput } | undefined;
+  };
+}
+
+export declare namespace StandardSchemaV1 {
+  type Result<TOutput> =
+    | { readonly value: TOutput; readonly issues?: undefined }
+    | { readonly issues: ReadonlyArray<Issue> };
+  interface Issue {
+    readonly message: string;
+    readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined;
+  }
+  type InferOutput<TSchema extends StandardSchemaV1> = NonNullable<
+    TSchema['~standard']['types']
+  >['output'];
+}
+
+/** What a tool's permission says about one validated input. */
+export type PermissionVerdict = 'allow' | 'ask' | 'deny';
+
+/** A permission verdict with an optional reason shown to the person (ask) or model (deny). */
+export interface PermissionResult {
+  verdict: PermissionVerdict;
+  reason?: string;
+}
+
+/** A tool's own permission: a verdict, or a function of the validated input. */
+export type ToolPermission<TInput> =
+  | PermissionVerdict
+  | ((
+      input: TInput,
+    ) => PermissionVerdict | PermissionResult | Promise<PermissionVerdict | PermissionResult>);
+
+/** A runtime-wide policy, consulted after the tool's own permission (it may tighten or loosen it). */
+export type PermissionPolicy = (request: {
+  name: string;
+  input: JsonValue;
+  toolVerdict: PermissionResult;
+  sessionId: string;
+}) =>
+  | PermissionVerdict
+  | PermissionResult
+  | undefined
+  | Promise<PermissionVerdict | PermissionResult | undefined>;
+
+/** What `execute` receives besides its input. */
+export interface ToolExecuteContext {
+  /** Aborted on stop (I10) and on the tool's timeout. */
+  signal: AbortSignal;
+  callId: string;
+  sessionId: string;
+}
+
+/** A tool: a schema for the model, a permission, and `execute` for the tool runtime. */
+// biome-ignore lint/suspicious/noExplicitAny: a ToolSet holds tools of different inputs; `execute` is contravariant in it.
+export interface Tool<TInput = any, TOutput = unknown> {
+  description: string;
+  inputSchema: StandardSchemaV1<unknown, TInput>;
+  permission: ToolPermission<TInput>;
+  /** Milliseconds before `execute` is abandoned and the call settles `error`. */
+  timeoutMs: number;
+  /** Strings to redact from error messages and output text (API keys the tool uses, say). */
+  secrets: (input: TInput) => string[];
+  execute: (input: TInput, context: ToolExecuteContext) => TOutput | Promise<TOutput>;
+}
+
+export type ToolSet = Record<string, Tool>;
+
+/** A decision already in the log for one call. */
+export interface DecidedPermission {
+  decision: PermissionDecision;
+  inputHash: string;
+  by: 'user' | 'policy';
+  reason?: string;
+}
+
+/** Everything a settlement needs from the run it belongs to. */
+export interface SettleContext {
+  sessionId: string;
+  runId: string;
+  stepId: string;
+  limits: RunLimits;
+  /** The run's abort signal (stop). */
+  signal: AbortSignal;
+  /** Commit, then transition: resolves `false` when the fact was not taken. */
+  commit: CommitFact;
+  /** The session's facts so far (for the loop gate). */
+  facts: readonly Fact[];
+}
+
+/** The tool runtime: the one place a tool executes. */
+export interface ToolRuntime {
+  /**
+   * Validation, loop gate and permission for one call of a completed step. Commits exactly one
+   * of: `tool.settled` (withheld, invalid, unknown tool, refused by the loop gate),
+   * `tool.permission.decided` (`by: 'policy'`, allow or deny) or `tool.permission.requested`.
+   */
+  decide(call: ToolCallRecord, context: SettleContext): Promise<void>;
+  /**
+   * Settles a call whose decision is in the log. `allow`: validate again (the hash must match
+   * the decision), commit `tool.started`, execute once, commit `tool.settled`; when
+   * `tool.started` is not taken (already in the log, or the run stopped) nothing executes.
+   * `deny` → `denied`; `report-unknown` → `unknown`; `abort` → `cancelled`.
+   */
+  run(call: ToolCallRecord, decision: DecidedPermission, context: SettleContext): Promise<void>;
+  /** Settles a call that will not run (`cancelled`), or whose result will never come (`unknown`). */
+  abandon(
+    call: ToolCallRecord,
+    outcome: 'cancelled' | 'unknown',
+    reason: string,
+    context: SettleContext,
+  ): Promise<void>;
+}
