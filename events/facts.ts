@@ -135,7 +135,13 @@ export interface FactPayloads {
     limits: RunLimits;
     system?: string;
   };
-  'step.started': { stepId: string; attempt: number; request: RequestCapture };
+  'step.started': {
+    stepId: string;
+    attempt: number;
+    request: RequestCapture;
+    /** `seq` of the last fact the request's history was projected from (steering after it is unanswered). */
+    projectedThroughSeq?: number;
+  };
   'step.completed': {
     stepId: string;
     finishReason: FinishReason;

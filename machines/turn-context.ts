@@ -1,0 +1,170 @@
+import type {
+  Fact,
+  FactOf,
+  PermissionDecision,
+  ProviderFailure,
+  RunLimits,
+  RunStatus,
+} from '../events/facts.ts';
+
+/**
+ * The turn machine's context and the pure functions that read and update it. Context stays
+ * small and JSON: ids, counters, the current step's calls and their settlement, limits —
+ * never the history (that is the log's, I1).
+ */
+
+export type CallStatus =
+  /** Proven or not, awaiting validation and a permission verdict. */
+  | 'proposed'
+  /** `tool.permission.requested`: waiting for a person. */
+  | 'asked'
+  /** A decision is in the log; the call can be settled. */
+  | 'decided'
+  /** `tool.started` is durable; `execute` may be running. */
+  | 'started'
+  /** Recovery found it started and never settled (I8: it is never run again). */
+  | 'indeterminate'
+  | 'settled';
+
+export interface CallState {
+  callId: string;
+  name: string;
+  status: CallStatus;
+  decision?: {
+    decision: PermissionDecision;
+    inputHash: string;
+    by: 'user' | 'policy';
+    reason?: string;
+  };
+}
+
+export interface TurnOutcome {
+  status: RunStatus;
+  reason: string;
+  error?: ProviderFailure | { message: string };
+}
+
+export interface TurnContext {
+  sessionId: string;
+  turnId: string;
+  runId: string;
+  limits: RunLimits;
+  /** The step being requested (or last requested). */
+  stepId: string | undefined;
+  attempt: number;
+  /** The attempt `projecting` should make next, when it retries a failed or interrupted one. */
+  retry: { stepId: string; attempt: number } | undefined;
+  /** Delay the provider asked for before the retry (Retry-After), if any. */
+  retryAfterMs: number | undefined;
+  /** Completed steps in this run (for `maxSteps`). */
+  completedSteps: number;
+  /** `seq` of the last fact the current request's projection included (`step.started`). */
+  projectedThroughSeq: number;
+  /** `seq` of the latest `steering.received`. */
+  lastSteeringSeq: number;
+  /** Compactions caused by `context_overflow` in this run (a second overflow fails it). */
+  overflowCompactions: number;
+  /** True after a compaction until the next step completes (no second budget compaction). */
+  compactedSinceStep: boolean;
+  /** The calls of the current step, in the model's order. */
+  calls: CallState[];
+  /** How many times recovery resumed this run after a restart. */
+  recoveries: number;
+  outcome: TurnOutcome | undefined;
+}
+
+export interface TurnInput {
+  sessionId: string;
+  turnId: string;
+  runId: string;
+  limits: RunLimits;
+}
+
+/** The machine input a `run.started` fact implies: the log alone rebuilds the run (I1). */
+export function inputFromRunStarted(fact: FactOf<'run.started'>): TurnInput {
+  return { sessionId: fact.sessionId, turnId: fact.turnId, runId: fact.runId, limits: fact.limits };
+}
+
+export function initialContext(input: TurnInput): TurnContext {
+  return {
+    ...input,
+    stepId: undefined,
+    attempt: 0,
+    retry: undefined,
+    retryAfterMs: undefined,
+    completedSteps: 0,
+    projectedThroughSeq: 0,
+    lastSteeringSeq: 0,
+    overflowCompactions: 0,
+    compactedSinceStep: false,
+    calls: [],
+    recoveries: 0,
+    outcome: undefined,
+  };
+}
+
+export function findCall(context: TurnContext, callId: string): CallState | undefined {
+  return context.calls.find((call) => call.callId === callId);
+}
+
+export function callHasStatus(
+  context: TurnContext,
+  event: Fact,
+  ...statuses: CallStatus[]
+): boolean {
+  if (!('callId' in event)) return false;
+  const call = findCall(context, event.callId);
+  return call !== undefined && statuses.includes(call.status);
+}
+
+export function updateCall(
+  context: TurnContext,
+  callId: string,
+  patch: Partial<CallState>,
+): CallState[] {
+  return context.calls.map((call) => (call.callId === callId ? { ...call, ...patch } : call));
+}
+
+export function unsettled(context: TurnContext): CallState[] {
+  return context.calls.filter((call) => call.status !== 'settled');
+}
+
+/** Calls that still need a person: a permission ask, or an unresolved indeterminate call. */
+export function outstanding(context: TurnContext): CallState[] {
+  return context.calls.filter((call) => call.status === 'asked' || call.status === 'indeterminate');
+}
+
+/** A decision a person may give for a call in its current status. */
+export function acceptsUserDecision(call: CallState, decision: PermissionDecision): boolean {
+  if (call.status === 'asked')
+    return decision === 'allow' || decision === 'deny' || decision === 'abort';
+  if (call.status === 'indeterminate') return decision === 'report-unknown' || decision === 'abort';
+  return false;
+}
+
+/** Turns a step's finish reason into the outcome of a run that ends without tool calls. */
+export function outcomeOfFinalStep(fact: FactOf<'step.completed'>): TurnOutcome {
+  switch (fact.finishReason.unified) {
+    case 'length':
+      return { status: 'completed', reason: 'max_output_tokens' };
+    case 'content-filter':
+      return { status: 'failed', reason: 'content_filter' };
+    default:
+      return { status: 'completed', reason: 'end_turn' };
+  }
+}
+
+/** The outcome of a `step.failed` that is not retried. */
+export function outcomeOfFailure(context: TurnContext, fact: FactOf<'step.failed'>): TurnOutcome {
+  const exhausted =
+    fact.error.retryable && !fact.observedOutput && context.attempt >= context.limits.maxAttempts;
+  return {
+    status: fact.error.kind === 'aborted' ? 'aborted' : 'failed',
+    reason: exhausted
+      ? 'retries_exhausted'
+      : fact.error.kind === 'context_overflow'
+        ? 'context_overflow'
+        : 'provider_error',
+    error: fact.error,
+  };
+}

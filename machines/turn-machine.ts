@@ -1,0 +1,491 @@
+import { and, assign, enqueueActions, fromCallback, not, setup } from 'xstate';
+import type { Fact, FactOf } from '../events/facts.ts';
+import {
+  acceptsUserDecision,
+  type CallState,
+  callHasStatus,
+  findCall,
+  initialContext,
+  outcomeOfFailure,
+  outcomeOfFinalStep,
+  outstanding,
+  type TurnContext,
+  type TurnInput,
+  type TurnOutcome,
+  unsettled,
+  updateCall,
+} from './turn-context.ts';
+
+/**
+ * The turn machine: the runtime-owned agent loop as one XState v5 machine. Facts are its
+ * events; it never performs an effect itself. Effects happen in the named actors, which the
+ * runtime provides (`turnMachine.provide({ actors })`) and which report back only by committing
+ * facts ("commit, then transition", I3). The actors below are inert placeholders, so the machine
+ * can be driven fact by fact in tests and folded with `transition()` during rehydration.
+ *
+ * See architecture/turn-machine.md for the diagram and where each invariant is enforced.
+ */
+
+/** Input of the `prepareStep` actor (in `projecting`): build the next request from the log. */
+export interface PrepareStepInput {
+  sessionId: string;
+  runId: string;
+  /** Set when this request retries an attempt of an existing step. */
+  retry: { stepId: string; attempt: number } | undefined;
+  /** False right after a compaction: do not ask for another one before the next step. */
+  mayCompact: boolean;
+}
+
+/** Input of the `providerStep` actor (in `requesting.streaming`). */
+export interface ProviderStepInput {
+  sessionId: string;
+  runId: string;
+  stepId: string;
+  attempt: number;
+}
+
+/** Input of the `retryTimer` actor (in `requesting.backingOff`). */
+export interface RetryTimerInput {
+  stepId: string;
+  /** The attempt that failed; `retry.due` carries the next one. */
+  attempt: number;
+  retryAfterMs: number | undefined;
+}
+
+/** Input of the `summarize` actor (in `compacting`). */
+export interface SummarizeInput {
+  sessionId: string;
+  runId: string;
+  reason: 'budget' | 'overflow';
+}
+
+/** Input of a `settleTool` actor: one call, one phase of its settlement. */
+export type SettleToolInput =
+  | { phase: 'decide'; sessionId: string; runId: string; stepId: string; callId: string }
+  | {
+      phase: 'run';
+      sessionId: string;
+      runId: string;
+      stepId: string;
+      callId: string;
+      decision: NonNullable<CallState['decision']>;
+    }
+  | {
+      phase: 'abandon';
+      sessionId: string;
+      runId: string;
+      stepId: string;
+      callId: string;
+      outcome: 'cancelled' | 'unknown';
+    };
+
+const inert = fromCallback(() => {});
+
+const toolChildIds = (context: TurnContext, call: CallState) =>
+  ['decide', 'run', 'abandon'].map((phase) => `${phase}:${context.stepId}:${call.callId}`);
+
+export const turnMachine = setup({
+  types: {} as {
+    context: TurnContext;
+    events: Fact;
+    input: TurnInput;
+    output: TurnOutcome;
+  },
+  actors: {
+    prepareStep: inert as unknown as ReturnType<typeof fromCallback<Fact, PrepareStepInput>>,
+    providerStep: inert as unknown as ReturnType<typeof fromCallback<Fact, ProviderStepInput>>,
+    retryTimer: inert as unknown as ReturnType<typeof fromCallback<Fact, RetryTimerInput>>,
+    summarize: inert as unknown as ReturnType<typeof fromCallback<Fact, SummarizeInput>>,
+    settleTool: inert as unknown as ReturnType<typeof fromCallback<Fact, SettleToolInput>>,
+  },
+  guards: {
+    hasToolCalls: ({ event }) => event.type === 'step.completed' && event.toolCalls.length > 0,
+    steeredDuringStep: ({ context }) => context.lastSteeringSeq > context.projectedThroughSeq,
+    /** The step that just completed (counted) was the last one `maxSteps` allows. */
+    stepLimitReached: ({ context }) => context.completedSteps >= context.limits.maxSteps,
+    /** The step now completing (not yet counted) is the last one `maxSteps` allows. */
+    isLastAllowedStep: ({ context }) => context.completedSteps + 1 >= context.limits.maxSteps,
+    mayCompact: ({ context }) => !context.compactedSinceStep,
+    firstOverflow: ({ context, event }) =>
+      event.type === 'step.failed' &&
+      event.error.kind === 'context_overflow' &&
+      context.overflowCompactions === 0,
+    // I9: only a failure before any observable output is retried, within maxAttempts.
+    retryable: ({ context, event }) =>
+      event.type === 'step.failed' &&
+      event.error.retryable &&
+      !event.observedOutput &&
+      context.attempt < context.limits.maxAttempts,
+    attemptsLeft: ({ context }) => context.attempt < context.limits.maxAttempts,
+    isCurrentStep: ({ context, event }) => 'stepId' in event && event.stepId === context.stepId,
+    isDueRetry: ({ context, event }) =>
+      event.type === 'retry.due' &&
+      context.retry !== undefined &&
+      event.stepId === context.retry.stepId &&
+      event.attempt === context.retry.attempt,
+    callProposed: ({ context, event }) => callHasStatus(context, event, 'proposed'),
+    callOpen: ({ context, event }) =>
+      callHasStatus(context, event, 'proposed', 'asked', 'decided', 'started', 'indeterminate'),
+    callStarted: ({ context, event }) => callHasStatus(context, event, 'started'),
+    policyDecision: ({ context, event }) =>
+      event.type === 'tool.permission.decided' &&
+      event.by === 'policy' &&
+      (event.decision === 'allow' || event.decision === 'deny') &&
+      callHasStatus(context, event, 'proposed'),
+    userDecision: ({ context, event }) => {
+      if (event.type !== 'tool.permission.decided' || event.by !== 'user') return false;
+      const call = findCall(context, event.callId);
+      return call !== undefined && acceptsUserDecision(call, event.decision);
+    },
+    // I5: a call starts only with an allow bound to the hash of its validated input.
+    startAllowed: ({ context, event }) => {
+      if (event.type !== 'tool.started') return false;
+      const call = findCall(context, event.callId);
+      return (
+        call?.status === 'decided' &&
+        call.decision?.decision === 'allow' &&
+        call.decision.inputHash === event.inputHash
+      );
+    },
+    allDecided: ({ context }) => context.calls.every((call) => call.status !== 'proposed'),
+    needsPerson: ({ context }) => outstanding(context).length > 0,
+    abortDecided: ({ context }) =>
+      context.calls.some((call) => call.decision?.decision === 'abort'),
+    allSettled: ({ context }) => unsettled(context).length === 0,
+  },
+  actions: {
+    startStep: assign(({ event }) => {
+      const fact = event as FactOf<'step.started'>;
+      return {
+        stepId: fact.stepId,
+        attempt: fact.attempt,
+        retry: undefined,
+        retryAfterMs: undefined,
+        calls: [],
+        projectedThroughSeq: fact.projectedThroughSeq ?? fact.seq,
+      };
+    }),
+    completeStep: assign(({ context, event }) => {
+      const fact = event as FactOf<'step.completed'>;
+      return {
+        completedSteps: context.completedSteps + 1,
+        compactedSinceStep: false,
+        calls: fact.toolCalls.map((call) => ({
+          callId: call.callId,
+          name: call.name,
+          status: 'proposed' as const,
+        })),
+      };
+    }),
+    endWithFinalStep: assign(({ event }) => ({
+      outcome: outcomeOfFinalStep(event as FactOf<'step.completed'>),
+    })),
+    endWithFailure: assign(({ context, event }) => ({
+      outcome: outcomeOfFailure(context, event as FactOf<'step.failed'>),
+    })),
+    scheduleRetry: assign(({ context, event }) => ({
+      retry: { stepId: context.stepId ?? '', attempt: context.attempt + 1 },
+      retryAfterMs: event.type === 'step.failed' ? event.error.retryAfterMs : undefined,
+    })),
+    countOverflow: assign(({ context }) => ({
+      overflowCompactions: context.overflowCompactions + 1,
+    })),
+    markCompacted: assign({ compactedSinceStep: true }),
+    noteRecovered: assign(({ context }) => ({ recoveries: context.recoveries + 1 })),
+    recordSteering: assign(({ event }) => ({ lastSteeringSeq: event.seq })),
+    recordPolicyDecision: assign(({ context, event }) => {
+      const fact = event as FactOf<'tool.permission.decided'>;
+      const { callId, decision, inputHash, by, reason } = fact;
+      return {
+        calls: updateCall(context, callId, {
+          status: 'decided',
+          decision: { decision, inputHash, by, reason },
+        }),
+      };
+    }),
+    recordAsk: assign(({ context, event }) => ({
+      calls: updateCall(context, (event as FactOf<'tool.permission.requested'>).callId, {
+        status: 'asked',
+      }),
+    })),
+    recordStarted: assign(({ context, event }) => ({
+      calls: updateCall(context, (event as FactOf<'tool.started'>).callId, { status: 'started' }),
+    })),
+    recordSettled: assign(({ context, event }) => ({
+      calls: updateCall(context, (event as FactOf<'tool.settled'>).callId, { status: 'settled' }),
+    })),
+    recordIndeterminate: assign(({ context, event }) => ({
+      calls: updateCall(context, (event as FactOf<'tool.indeterminate'>).callId, {
+        status: 'indeterminate',
+      }),
+    })),
+    endAborted: assign(({ event }) => ({
+      outcome: {
+        status: 'aborted' as const,
+        reason: event.type === 'tool.permission.decided' ? 'permission_abort' : 'stop_requested',
+      },
+    })),
+    endKeepingAbortReason: assign(({ context }) => ({
+      outcome: context.outcome ?? { status: 'aborted' as const, reason: 'stop_requested' },
+    })),
+    markStopping: assign(({ event }) => ({
+      outcome: {
+        status: 'aborted' as const,
+        reason: event.type === 'tool.permission.decided' ? 'permission_abort' : 'stop_requested',
+      },
+    })),
+    endStepLimit: assign({ outcome: { status: 'failed', reason: 'step_limit' } as TurnOutcome }),
+    endInterrupted: assign({ outcome: { status: 'failed', reason: 'interrupted' } as TurnOutcome }),
+    endCompactionFailed: assign(({ event }) => ({
+      outcome: {
+        status: 'failed' as const,
+        reason: 'compaction_failed',
+        error: (event as FactOf<'compaction.failed'>).error,
+      },
+    })),
+    spawnDeciders: enqueueActions(({ context, enqueue }) => {
+      for (const call of context.calls.filter((candidate) => candidate.status === 'proposed')) {
+        enqueue.spawnChild('settleTool', {
+          id: `decide:${context.stepId}:${call.callId}`,
+          input: {
+            phase: 'decide',
+            sessionId: context.sessionId,
+            runId: context.runId,
+            stepId: context.stepId ?? '',
+            callId: call.callId,
+          },
+        });
+      }
+    }),
+    spawnRunners: enqueueActions(({ context, enqueue }) => {
+      for (const call of context.calls) {
+        if (call.status !== 'decided' || call.decision === undefined) continue;
+        enqueue.spawnChild('settleTool', {
+          id: `run:${context.stepId}:${call.callId}`,
+          input: {
+            phase: 'run',
+            sessionId: context.sessionId,
+            runId: context.runId,
+            stepId: context.stepId ?? '',
+            callId: call.callId,
+            decision: call.decision,
+          },
+        });
+      }
+    }),
+    spawnAbandoners: enqueueActions(({ context, enqueue }) => {
+      for (const call of context.calls) {
+        // A started call still has its own settlement running (it honours the stop grace).
+        if (call.status === 'settled' || call.status === 'started') continue;
+        enqueue.spawnChild('settleTool', {
+          id: `abandon:${context.stepId}:${call.callId}`,
+          input: {
+            phase: 'abandon',
+            sessionId: context.sessionId,
+            runId: context.runId,
+            stepId: context.stepId ?? '',
+            callId: call.callId,
+            outcome: call.status === 'indeterminate' ? 'unknown' : 'cancelled',
+          },
+        });
+      }
+    }),
+    stopToolChildren: enqueueActions(({ context, enqueue }) => {
+      for (const call of context.calls)
+        for (const id of toolChildIds(context, call)) enqueue.stopChild(id);
+    }),
+    stopDeciders: enqueueActions(({ context, enqueue }) => {
+      for (const call of context.calls)
+        enqueue.stopChild(`decide:${context.stepId}:${call.callId}`);
+    }),
+  },
+}).createMachine({
+  id: 'turn',
+  context: ({ input }) => initialContext(input),
+  initial: 'projecting',
+  output: ({ context }) => context.outcome ?? { status: 'failed', reason: 'unknown' },
+  on: {
+    'steering.received': { actions: 'recordSteering' },
+  },
+  states: {
+    projecting: {
+      invoke: {
+        src: 'prepareStep',
+        input: ({ context }) => ({
+          sessionId: context.sessionId,
+          runId: context.runId,
+          retry: context.retry,
+          mayCompact: !context.compactedSinceStep,
+        }),
+      },
+      on: {
+        'step.started': { target: 'requesting', actions: 'startStep' },
+        'compaction.started': { guard: 'mayCompact', target: 'compacting' },
+        'run.stop.requested': { target: 'terminal', actions: 'endAborted' },
+        'run.recovered': { target: 'projecting', reenter: true, actions: 'noteRecovered' },
+      },
+    },
+    compacting: {
+      invoke: {
+        src: 'summarize',
+        input: ({ context, event }) => ({
+          sessionId: context.sessionId,
+          runId: context.runId,
+          reason: event.type === 'step.failed' ? ('overflow' as const) : ('budget' as const),
+        }),
+      },
+      on: {
+        'compaction.completed': { target: 'projecting', actions: 'markCompacted' },
+        'compaction.failed': { target: 'terminal', actions: 'endCompactionFailed' },
+        'run.stop.requested': { target: 'terminal', actions: 'endAborted' },
+        'run.recovered': { target: 'compacting', reenter: true, actions: 'noteRecovered' },
+      },
+    },
+    requesting: {
+      initial: 'streaming',
+      on: {
+        'run.stop.requested': { target: 'terminal', actions: 'endAborted' },
+      },
+      states: {
+        streaming: {
+          invoke: {
+            src: 'providerStep',
+            input: ({ context }) => ({
+              sessionId: context.sessionId,
+              runId: context.runId,
+              stepId: context.stepId ?? '',
+              attempt: context.attempt,
+            }),
+          },
+          on: {
+            'step.completed': [
+              { guard: 'hasToolCalls', target: '#turn.settlingTools', actions: 'completeStep' },
+              // Steering that arrived during the step is answered, even if the model ended its turn.
+              {
+                guard: and(['steeredDuringStep', not('isLastAllowedStep')]),
+                target: '#turn.projecting',
+                actions: 'completeStep',
+              },
+              { target: '#turn.terminal', actions: ['completeStep', 'endWithFinalStep'] },
+            ],
+            'step.failed': [
+              { guard: 'firstOverflow', target: '#turn.compacting', actions: 'countOverflow' },
+              { guard: 'retryable', target: 'backingOff', actions: 'scheduleRetry' },
+              { target: '#turn.terminal', actions: 'endWithFailure' },
+            ],
+            'run.recovered': [
+              {
+                guard: 'attemptsLeft',
+                target: '#turn.projecting',
+                actions: ['noteRecovered', 'scheduleRetry'],
+              },
+              { target: '#turn.terminal', actions: ['noteRecovered', 'endInterrupted'] },
+            ],
+          },
+        },
+        backingOff: {
+          invoke: {
+            src: 'retryTimer',
+            input: ({ context }) => ({
+              stepId: context.retry?.stepId ?? '',
+              attempt: context.attempt,
+              retryAfterMs: context.retryAfterMs,
+            }),
+          },
+          on: {
+            'retry.due': { guard: 'isDueRetry', target: '#turn.projecting' },
+            // The backoff is only a wait: after a restart the retry is due at once.
+            'run.recovered': { target: '#turn.projecting', actions: 'noteRecovered' },
+          },
+        },
+      },
+    },
+    settlingTools: {
+      initial: 'deciding',
+      exit: 'stopToolChildren',
+      on: {
+        'run.stop.requested': { target: '.stopping', actions: 'markStopping' },
+      },
+      states: {
+        deciding: {
+          entry: 'spawnDeciders',
+          exit: 'stopDeciders',
+          always: [
+            {
+              guard: and(['allDecided', 'abortDecided']),
+              target: 'stopping',
+              actions: 'markStopping',
+            },
+            { guard: and(['allDecided', 'needsPerson']), target: '#turn.awaitingPermission' },
+            { guard: 'allDecided', target: 'running' },
+          ],
+          on: {
+            'tool.settled': { guard: 'callProposed', actions: 'recordSettled' },
+            'tool.permission.decided': [
+              { guard: 'policyDecision', actions: 'recordPolicyDecision' },
+              { guard: 'userDecision', actions: 'recordPolicyDecision' },
+            ],
+            'tool.permission.requested': { guard: 'callProposed', actions: 'recordAsk' },
+            'run.recovered': { target: 'deciding', reenter: true, actions: 'noteRecovered' },
+          },
+        },
+        running: {
+          entry: 'spawnRunners',
+          always: [
+            // maxSteps: the last allowed step's calls still settle, then no further request.
+            {
+              guard: and(['allSettled', 'stepLimitReached']),
+              target: '#turn.terminal',
+              actions: 'endStepLimit',
+            },
+            { guard: 'allSettled', target: '#turn.projecting' },
+          ],
+          on: {
+            'tool.started': { guard: 'startAllowed', actions: 'recordStarted' },
+            'tool.settled': { guard: 'callOpen', actions: 'recordSettled' },
+            'tool.indeterminate': { guard: 'callStarted', actions: 'recordIndeterminate' },
+            'run.recovered': [
+              {
+                guard: 'needsPerson',
+                target: '#turn.awaitingPermission',
+                actions: 'noteRecovered',
+              },
+              { target: 'running', reenter: true, actions: 'noteRecovered' },
+            ],
+          },
+        },
+        stopping: {
+          entry: 'spawnAbandoners',
+          always: {
+            guard: 'allSettled',
+            target: '#turn.terminal',
+            actions: 'endKeepingAbortReason',
+          },
+          on: {
+            // Already stopping: a second stop is not a transition (forbidden, not re-entered).
+            'run.stop.requested': {},
+            'tool.settled': { guard: 'callOpen', actions: 'recordSettled' },
+            'tool.indeterminate': { guard: 'callStarted', actions: 'recordIndeterminate' },
+            'run.recovered': { target: 'stopping', reenter: true, actions: 'noteRecovered' },
+          },
+        },
+      },
+    },
+    awaitingPermission: {
+      // Parked: no actor, no timer. The runtime may drop the live actor and rehydrate it from
+      // the log when a decision arrives.
+      always: [
+        { guard: 'abortDecided', target: 'settlingTools.stopping', actions: 'markStopping' },
+        { guard: not('needsPerson'), target: 'settlingTools.running' },
+      ],
+      on: {
+        'tool.permission.decided': { guard: 'userDecision', actions: 'recordPolicyDecision' },
+        'run.stop.requested': { target: 'settlingTools.stopping', actions: 'markStopping' },
+        'run.recovered': { actions: 'noteRecovered' },
+      },
+    },
+    terminal: {
+      type: 'final',
+    },
+  },
+});

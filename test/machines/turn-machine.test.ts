@@ -1,0 +1,514 @@
+import { describe, expect, it } from 'vitest';
+import { createActor, fromCallback } from 'xstate';
+import type { Fact, FactDraft, FactOf, RunLimits, ToolCallRecord } from '../../events/facts.ts';
+import { stateToString } from '../../machines/state-path.ts';
+import { inputFromRunStarted } from '../../machines/turn-context.ts';
+import { turnMachine } from '../../machines/turn-machine.ts';
+import { factBuilder, runStartedDraft } from '../helpers/fact-builder.ts';
+
+/** Drives the machine with inert actors that only record how they were started. */
+function drive(limits: Partial<RunLimits> = {}) {
+  const started: { src: string; input: unknown }[] = [];
+  const record = (src: string) =>
+    fromCallback(({ input }: { input: unknown }) => {
+      started.push({ src, input });
+    });
+  const machine = turnMachine.provide({
+    actors: {
+      prepareStep: record('prepareStep'),
+      providerStep: record('providerStep'),
+      retryTimer: record('retryTimer'),
+      summarize: record('summarize'),
+      settleTool: record('settleTool'),
+    } as never,
+  });
+  const fact = factBuilder();
+  const runStarted = fact(runStartedDraft('hello', limits)) as FactOf<'run.started'>;
+  const actor = createActor(machine, { input: inputFromRunStarted(runStarted) }).start();
+  const send = (draft: FactDraft) => {
+    const next = fact(draft);
+    actor.send(next);
+    return stateToString(actor.getSnapshot().value);
+  };
+  const can = (draft: FactDraft) => actor.getSnapshot().can({ ...fact(draft) } as Fact);
+  return { actor, send, can, started, state: () => stateToString(actor.getSnapshot().value) };
+}
+
+const call = (
+  callId: string,
+  name = 'echo',
+  input: ToolCallRecord['input'] = {},
+): ToolCallRecord => ({
+  callId,
+  name,
+  input,
+  proof: 'raw-bytes',
+});
+
+const stepStarted = (stepId = 'step_1', attempt = 1): FactDraft => ({
+  type: 'step.started',
+  stepId,
+  attempt,
+  request: {
+    provider: 'test',
+    modelId: 'm',
+    messageCount: 1,
+    tools: [],
+    activeTools: undefined,
+    inputHash: 'h',
+  },
+});
+
+const stepCompleted = (toolCalls: ToolCallRecord[] = [], stepId = 'step_1'): FactDraft => ({
+  type: 'step.completed',
+  stepId,
+  finishReason: { unified: toolCalls.length > 0 ? 'tool-calls' : 'stop', raw: undefined },
+  usage: {
+    inputTokens: 1,
+    outputTokens: 1,
+    reasoningTokens: undefined,
+    cachedInputTokens: undefined,
+  },
+  content: [{ type: 'text', text: 'hi' }],
+  toolCalls,
+  response: { id: 'r', modelId: 'm' },
+});
+
+const allow = (callId: string, by: 'policy' | 'user' = 'policy'): FactDraft => ({
+  type: 'tool.permission.decided',
+  callId,
+  decision: 'allow',
+  inputHash: `hash-${callId}`,
+  by,
+});
+
+const settled = (callId: string, outcome: 'success' | 'error' = 'success'): FactDraft => ({
+  type: 'tool.settled',
+  callId,
+  name: 'echo',
+  outcome,
+  text: outcome,
+  truncated: false,
+});
+
+const started = (callId: string): FactDraft => ({
+  type: 'tool.started',
+  callId,
+  name: 'echo',
+  input: {},
+  inputHash: `hash-${callId}`,
+});
+
+const failed = (
+  kind: 'rate_limit' | 'context_overflow' | 'auth',
+  options: { observedOutput?: boolean; retryAfterMs?: number } = {},
+): FactDraft => ({
+  type: 'step.failed',
+  stepId: 'step_1',
+  error: {
+    kind,
+    retryable: kind === 'rate_limit',
+    message: kind,
+    ...(options.retryAfterMs === undefined ? {} : { retryAfterMs: options.retryAfterMs }),
+  },
+  observedOutput: options.observedOutput ?? false,
+});
+
+describe('turnMachine', () => {
+  it('runs a text-only turn: projecting → requesting → terminal (completed, end_turn)', () => {
+    const run = drive();
+    expect(run.state()).toBe('projecting');
+    expect(run.started).toEqual([
+      {
+        src: 'prepareStep',
+        input: { sessionId: 'session_1', runId: 'run_1', retry: undefined, mayCompact: true },
+      },
+    ]);
+    expect(run.send(stepStarted())).toBe('requesting.streaming');
+    expect(run.started[1]).toEqual({
+      src: 'providerStep',
+      input: { sessionId: 'session_1', runId: 'run_1', stepId: 'step_1', attempt: 1 },
+    });
+    expect(run.send(stepCompleted())).toBe('terminal');
+    expect(run.actor.getSnapshot().status).toBe('done');
+    expect(run.actor.getSnapshot().output).toEqual({ status: 'completed', reason: 'end_turn' });
+  });
+
+  it('settles a two-tool step where one tool fails, then projects the next request', () => {
+    const run = drive();
+    run.send(stepStarted());
+    expect(run.send(stepCompleted([call('c1'), call('c2')]))).toBe('settlingTools.deciding');
+    expect(
+      run.started.filter((actor) => actor.src === 'settleTool').map((actor) => actor.input),
+    ).toEqual([
+      { phase: 'decide', sessionId: 'session_1', runId: 'run_1', stepId: 'step_1', callId: 'c1' },
+      { phase: 'decide', sessionId: 'session_1', runId: 'run_1', stepId: 'step_1', callId: 'c2' },
+    ]);
+    expect(run.send(allow('c1'))).toBe('settlingTools.deciding');
+    expect(run.send(allow('c2'))).toBe('settlingTools.running');
+    const runners = run.started.filter(
+      (actor) => (actor.input as { phase?: string }).phase === 'run',
+    );
+    expect(runners.map((actor) => (actor.input as { callId: string }).callId)).toEqual([
+      'c1',
+      'c2',
+    ]);
+    expect(run.send(started('c1'))).toBe('settlingTools.running');
+    expect(run.send(started('c2'))).toBe('settlingTools.running');
+    expect(run.send(settled('c1'))).toBe('settlingTools.running');
+    expect(run.send(settled('c2', 'error'))).toBe('projecting');
+    expect(run.actor.getSnapshot().context.completedSteps).toBe(1);
+  });
+
+  it('refuses tool.started without an allow bound to the same input hash (I5)', () => {
+    const run = drive();
+    run.send(stepStarted());
+    run.send(stepCompleted([call('c1')]));
+    expect(run.can(started('c1'))).toBe(false);
+    run.send(allow('c1'));
+    expect(run.can({ ...started('c1'), inputHash: 'other' } as FactDraft)).toBe(false);
+    expect(run.can(started('c1'))).toBe(true);
+  });
+
+  it('parks on a permission ask until the person decides: allow, then deny in a later step', () => {
+    const run = drive();
+    run.send(stepStarted());
+    run.send(stepCompleted([call('c1')]));
+    expect(
+      run.send({
+        type: 'tool.permission.requested',
+        callId: 'c1',
+        name: 'echo',
+        input: {},
+        inputHash: 'hash-c1',
+      }),
+    ).toBe('awaitingPermission');
+    expect(run.can(started('c1'))).toBe(false);
+    expect(
+      run.can({
+        type: 'tool.permission.decided',
+        callId: 'c1',
+        decision: 'report-unknown',
+        inputHash: 'hash-c1',
+        by: 'user',
+      }),
+    ).toBe(false);
+    expect(run.send(allow('c1', 'user'))).toBe('settlingTools.running');
+    run.send(started('c1'));
+    expect(run.send(settled('c1'))).toBe('projecting');
+
+    run.send(stepStarted('step_2'));
+    run.send(stepCompleted([call('c2')], 'step_2'));
+    run.send({
+      type: 'tool.permission.requested',
+      callId: 'c2',
+      name: 'echo',
+      input: {},
+      inputHash: 'hash-c2',
+    });
+    expect(
+      run.send({
+        type: 'tool.permission.decided',
+        callId: 'c2',
+        decision: 'deny',
+        inputHash: 'hash-c2',
+        by: 'user',
+        reason: 'no',
+      }),
+    ).toBe('settlingTools.running');
+    const runner = run.started.at(-1);
+    expect(runner).toEqual({
+      src: 'settleTool',
+      input: {
+        phase: 'run',
+        sessionId: 'session_1',
+        runId: 'run_1',
+        stepId: 'step_2',
+        callId: 'c2',
+        decision: { decision: 'deny', inputHash: 'hash-c2', by: 'user', reason: 'no' },
+      },
+    });
+    expect(run.send({ ...settled('c2'), outcome: 'denied' } as FactDraft)).toBe('projecting');
+  });
+
+  it('keeps steering that arrives during a tool and answers steering that arrives during a final step', () => {
+    const run = drive();
+    run.send(stepStarted());
+    run.send(stepCompleted([call('c1')]));
+    run.send(allow('c1'));
+    run.send(started('c1'));
+    expect(run.send({ type: 'steering.received', messageId: 'm1', text: 'also check b' })).toBe(
+      'settlingTools.running',
+    );
+    expect(run.send(settled('c1'))).toBe('projecting');
+    run.send({ ...stepStarted('step_2'), projectedThroughSeq: 8 } as FactDraft);
+    expect(run.send({ type: 'steering.received', messageId: 'm2', text: 'and c' })).toBe(
+      'requesting.streaming',
+    );
+    // The model ended its turn, but a steering message arrived after the request was projected.
+    expect(run.send(stepCompleted([], 'step_2'))).toBe('projecting');
+    run.send({ ...stepStarted('step_3'), projectedThroughSeq: 11 } as FactDraft);
+    expect(run.send(stepCompleted([], 'step_3'))).toBe('terminal');
+  });
+
+  it('retries a 429 after the backoff: backingOff waits for retry.due of the next attempt', () => {
+    const run = drive();
+    run.send(stepStarted());
+    expect(run.send(failed('rate_limit', { retryAfterMs: 2000 }))).toBe('requesting.backingOff');
+    expect(run.started.at(-1)).toEqual({
+      src: 'retryTimer',
+      input: { stepId: 'step_1', attempt: 1, retryAfterMs: 2000 },
+    });
+    expect(run.can({ type: 'retry.due', stepId: 'step_1', attempt: 3 })).toBe(false);
+    expect(run.send({ type: 'retry.due', stepId: 'step_1', attempt: 2 })).toBe('projecting');
+    expect(run.started.at(-1)).toEqual({
+      src: 'prepareStep',
+      input: {
+        sessionId: 'session_1',
+        runId: 'run_1',
+        retry: { stepId: 'step_1', attempt: 2 },
+        mayCompact: true,
+      },
+    });
+    expect(run.send(stepStarted('step_1', 2))).toBe('requesting.streaming');
+  });
+
+  it('stops retrying at maxAttempts and fails with retries_exhausted', () => {
+    const run = drive({ maxAttempts: 2 });
+    run.send(stepStarted());
+    run.send(failed('rate_limit'));
+    run.send({ type: 'retry.due', stepId: 'step_1', attempt: 2 });
+    run.send(stepStarted('step_1', 2));
+    expect(run.send(failed('rate_limit'))).toBe('terminal');
+    expect(run.actor.getSnapshot().output).toMatchObject({
+      status: 'failed',
+      reason: 'retries_exhausted',
+    });
+  });
+
+  it('never retries a failure that came after output (I9)', () => {
+    const run = drive();
+    run.send(stepStarted());
+    expect(run.send(failed('rate_limit', { observedOutput: true }))).toBe('terminal');
+    expect(run.actor.getSnapshot().output).toMatchObject({
+      status: 'failed',
+      reason: 'provider_error',
+    });
+  });
+
+  it('compacts once on context_overflow and fails on the second overflow', () => {
+    const run = drive();
+    run.send(stepStarted());
+    expect(run.send(failed('context_overflow'))).toBe('compacting');
+    expect(run.started.at(-1)).toEqual({
+      src: 'summarize',
+      input: { sessionId: 'session_1', runId: 'run_1', reason: 'overflow' },
+    });
+    expect(
+      run.send({
+        type: 'compaction.completed',
+        summary: 's',
+        throughSeq: 3,
+        tokensBefore: 100,
+        tokensAfter: 10,
+      }),
+    ).toBe('projecting');
+    expect(run.actor.getSnapshot().context.compactedSinceStep).toBe(true);
+    expect(run.can({ type: 'compaction.started', reason: 'budget' })).toBe(false);
+    expect(run.send(stepStarted('step_2'))).toBe('requesting.streaming');
+    expect(run.send({ ...failed('context_overflow'), stepId: 'step_2' } as FactDraft)).toBe(
+      'terminal',
+    );
+    expect(run.actor.getSnapshot().output).toMatchObject({
+      status: 'failed',
+      reason: 'context_overflow',
+    });
+  });
+
+  it('compacts on budget from projecting', () => {
+    const run = drive();
+    expect(
+      run.send({
+        type: 'compaction.started',
+        reason: 'budget',
+        estimatedTokens: 900,
+        budgetTokens: 800,
+      }),
+    ).toBe('compacting');
+    expect(run.started.at(-1)).toEqual({
+      src: 'summarize',
+      input: { sessionId: 'session_1', runId: 'run_1', reason: 'budget' },
+    });
+  });
+
+  it('lets the last allowed step settle its calls, then ends with step_limit and no further request', () => {
+    const run = drive({ maxSteps: 2 });
+    for (const stepId of ['step_1', 'step_2']) {
+      run.send(stepStarted(stepId));
+      run.send(stepCompleted([call('c1')], stepId));
+      run.send(allow('c1'));
+      run.send(started('c1'));
+      run.send(settled('c1'));
+    }
+    expect(run.state()).toBe('terminal');
+    expect(run.actor.getSnapshot().output).toEqual({ status: 'failed', reason: 'step_limit' });
+    expect(run.started.filter((actor) => actor.src === 'prepareStep')).toHaveLength(2);
+  });
+
+  describe('stop wins from every non-terminal state (I10)', () => {
+    const stop: FactDraft = { type: 'run.stop.requested', reason: 'user' };
+    const aborted = { status: 'aborted', reason: 'stop_requested' };
+
+    it.each([
+      ['projecting', []],
+      ['compacting', [{ type: 'compaction.started', reason: 'budget' }]],
+      ['requesting.streaming', [stepStarted()]],
+      ['requesting.backingOff', [stepStarted(), failed('rate_limit')]],
+    ] as [string, FactDraft[]][])('ends at once from %s', (state, before) => {
+      const run = drive();
+      for (const draft of before) run.send(draft);
+      expect(run.state()).toBe(state);
+      expect(run.send(stop)).toBe('terminal');
+      expect(run.actor.getSnapshot().output).toEqual(aborted);
+      expect(run.can(stepCompleted())).toBe(false);
+    });
+
+    it('from settlingTools.deciding: every call is abandoned as cancelled', () => {
+      const run = drive();
+      run.send(stepStarted());
+      run.send(stepCompleted([call('c1'), call('c2')]));
+      expect(run.send(stop)).toBe('settlingTools.stopping');
+      const abandoners = run.started.filter(
+        (actor) => (actor.input as { phase?: string }).phase === 'abandon',
+      );
+      expect(abandoners.map((actor) => actor.input)).toMatchObject([
+        { callId: 'c1', outcome: 'cancelled' },
+        { callId: 'c2', outcome: 'cancelled' },
+      ]);
+      expect(run.can(allow('c1'))).toBe(false);
+      run.send({ ...settled('c1'), outcome: 'cancelled' } as FactDraft);
+      expect(run.send({ ...settled('c2'), outcome: 'cancelled' } as FactDraft)).toBe('terminal');
+      expect(run.actor.getSnapshot().output).toEqual(aborted);
+    });
+
+    it('from settlingTools.running: a started call keeps its settlement, the others are cancelled', () => {
+      const run = drive();
+      run.send(stepStarted());
+      run.send(stepCompleted([call('c1'), call('c2')]));
+      run.send(allow('c1'));
+      run.send(allow('c2'));
+      run.send(started('c1'));
+      expect(run.send(stop)).toBe('settlingTools.stopping');
+      const abandoners = run.started.filter(
+        (actor) => (actor.input as { phase?: string }).phase === 'abandon',
+      );
+      expect(abandoners.map((actor) => (actor.input as { callId: string }).callId)).toEqual(['c2']);
+      expect(run.can(started('c2'))).toBe(false);
+      run.send({ ...settled('c2'), outcome: 'cancelled' } as FactDraft);
+      expect(run.send({ ...settled('c1'), outcome: 'unknown' } as FactDraft)).toBe('terminal');
+      expect(run.can(settled('c1'))).toBe(false);
+    });
+
+    it('from awaitingPermission', () => {
+      const run = drive();
+      run.send(stepStarted());
+      run.send(stepCompleted([call('c1')]));
+      run.send({
+        type: 'tool.permission.requested',
+        callId: 'c1',
+        name: 'echo',
+        input: {},
+        inputHash: 'hash-c1',
+      });
+      expect(run.send(stop)).toBe('settlingTools.stopping');
+      expect(run.send({ ...settled('c1'), outcome: 'cancelled' } as FactDraft)).toBe('terminal');
+      expect(run.actor.getSnapshot().output).toEqual(aborted);
+    });
+
+    it('an abort decision ends the run aborted', () => {
+      const run = drive();
+      run.send(stepStarted());
+      run.send(stepCompleted([call('c1')]));
+      run.send({
+        type: 'tool.permission.requested',
+        callId: 'c1',
+        name: 'echo',
+        input: {},
+        inputHash: 'hash-c1',
+      });
+      expect(
+        run.send({
+          type: 'tool.permission.decided',
+          callId: 'c1',
+          decision: 'abort',
+          inputHash: 'hash-c1',
+          by: 'user',
+        }),
+      ).toBe('settlingTools.stopping');
+      expect(run.send({ ...settled('c1'), outcome: 'cancelled' } as FactDraft)).toBe('terminal');
+      expect(run.actor.getSnapshot().output).toEqual({
+        status: 'aborted',
+        reason: 'permission_abort',
+      });
+    });
+
+    it('a second stop while stopping is not a transition', () => {
+      const run = drive();
+      run.send(stepStarted());
+      run.send(stepCompleted([call('c1')]));
+      run.send(stop);
+      expect(run.can(stop)).toBe(false);
+    });
+  });
+
+  describe('recovery', () => {
+    it('an interrupted request becomes a new attempt of the same step', () => {
+      const run = drive();
+      run.send(stepStarted());
+      expect(
+        run.send({ type: 'run.recovered', interrupted: 'requesting.streaming', indeterminate: [] }),
+      ).toBe('projecting');
+      expect(run.started.at(-1)).toMatchObject({
+        src: 'prepareStep',
+        input: { retry: { stepId: 'step_1', attempt: 2 } },
+      });
+    });
+
+    it('a started, unsettled call becomes indeterminate and waits for report-unknown', () => {
+      const run = drive();
+      run.send(stepStarted());
+      run.send(stepCompleted([call('c1'), call('c2')]));
+      run.send(allow('c1'));
+      run.send(allow('c2'));
+      run.send(started('c1'));
+      expect(run.send({ type: 'tool.indeterminate', callId: 'c1', name: 'echo' })).toBe(
+        'settlingTools.running',
+      );
+      expect(
+        run.send({
+          type: 'run.recovered',
+          interrupted: 'settlingTools.running',
+          indeterminate: ['c1'],
+        }),
+      ).toBe('awaitingPermission');
+      expect(run.can(allow('c1', 'user'))).toBe(false);
+      expect(
+        run.send({
+          type: 'tool.permission.decided',
+          callId: 'c1',
+          decision: 'report-unknown',
+          inputHash: 'hash-c1',
+          by: 'user',
+        }),
+      ).toBe('settlingTools.running');
+      const runners = run.started.filter(
+        (actor) => (actor.input as { phase?: string }).phase === 'run',
+      );
+      // c2 (never started) settles normally; c1 is settled from its report-unknown decision, never re-run.
+      expect(runners.slice(-2).map((actor) => actor.input)).toMatchObject([
+        { callId: 'c1', decision: { decision: 'report-unknown' } },
+        { callId: 'c2', decision: { decision: 'allow' } },
+      ]);
+    });
+  });
+});
