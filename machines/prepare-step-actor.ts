@@ -1,0 +1,58 @@
+import { projectHistory } from '../events/project-history.ts';
+import { estimateRequestTokens, outputReserve } from './estimate-tokens.ts';
+import { fromTask, type PreparedRequest, type RunServices } from './run-services.ts';
+import type { PrepareStepInput } from './turn-machine.ts';
+
+/** Builds the next request from the log alone (I6): the history projection, the system prompt, the tools. */
+export function buildRequest(services: RunServices): PreparedRequest {
+  const messages = projectHistory([...services.facts()], { provider: services.adapter.provider });
+  return {
+    ...(services.system === undefined ? {} : { system: services.system }),
+    messages,
+    tools: services.toolDefinitions,
+    ...(services.limits.maxOutputTokens === undefined
+      ? {}
+      : { maxOutputTokens: services.limits.maxOutputTokens }),
+  };
+}
+
+export const preparedKey = (stepId: string, attempt: number) => `${stepId}#${attempt}`;
+
+/**
+ * The `prepareStep` actor (state `projecting`): re-reads the log, builds the next request and
+ * estimates its size. Over the context budget it commits `compaction.started`; otherwise it
+ * commits `step.started` with the request capture — durable before anything is sent (I2).
+ */
+export function prepareStepActor(services: RunServices) {
+  return fromTask<PrepareStepInput>(async (input, signal) => {
+    const request = buildRequest(services);
+    // Read in the same tick as the projection: a steering fact after it makes the run continue.
+    const projectedThroughSeq = services.facts().at(-1)?.seq ?? 0;
+    const window = services.limits.contextWindowTokens;
+    if (window !== undefined && input.mayCompact) {
+      const estimatedTokens = estimateRequestTokens(services.facts(), request);
+      const budgetTokens = window - outputReserve(services.limits.maxOutputTokens);
+      if (estimatedTokens > budgetTokens) {
+        await services.commit({
+          type: 'compaction.started',
+          reason: 'budget',
+          estimatedTokens,
+          budgetTokens,
+        });
+        return;
+      }
+    }
+    if (signal.aborted) return;
+    const stepId = input.retry?.stepId ?? services.generateId('step');
+    const attempt = input.retry?.attempt ?? 1;
+    services.prepared.set(preparedKey(stepId, attempt), request);
+    const taken = await services.commit({
+      type: 'step.started',
+      stepId,
+      attempt,
+      request: services.adapter.capture(request),
+      projectedThroughSeq,
+    });
+    if (!taken) services.prepared.delete(preparedKey(stepId, attempt));
+  }, services.onError);
+}

@@ -1,0 +1,62 @@
+import type { ModelStepEvent } from '../adapters/model-adapter.ts';
+import { buildRequest, preparedKey } from './prepare-step-actor.ts';
+import { fromTask, type RunServices } from './run-services.ts';
+import type { ProviderStepInput } from './turn-machine.ts';
+
+/** How long streamed output may wait before the partial snapshot slot is rewritten. */
+const partialFlushMs = 200;
+
+/**
+ * The `providerStep` actor (state `requesting.streaming`): one `ModelAdapter.step()` with the
+ * run's abort signal. Deltas stream to subscribers (and, throttled, into the store's partial
+ * snapshot slot); the step ends with exactly one `step.completed` or `step.failed`, which the
+ * driver commits before the machine sees it. Output after the actor was stopped is dropped (I10).
+ */
+export function providerStepActor(services: RunServices) {
+  return fromTask<ProviderStepInput>(async (input, signal) => {
+    const { sessionId, runId, stepId, attempt } = input;
+    const key = preparedKey(stepId, attempt);
+    const request = services.prepared.get(key) ?? buildRequest(services);
+    services.prepared.delete(key);
+    const step = services.adapter.step({
+      ...request,
+      abortSignal: AbortSignal.any([services.signal, signal]),
+    });
+
+    const partial = { runId, stepId, attempt, text: '', reasoning: '', truncated: false };
+    let flushTimer: ReturnType<typeof setTimeout> | undefined;
+    let saving: Promise<void> | undefined;
+    const flush = () => {
+      flushTimer = undefined;
+      const snapshot = { ...partial };
+      saving = (saving ?? Promise.resolve()).then(() =>
+        services.store.savePartial(sessionId, snapshot).catch(() => {
+          // The partial slot is best effort, for display after a crash; losing it loses nothing.
+        }),
+      );
+    };
+    const observe = (event: ModelStepEvent) => {
+      if (event.type === 'text.delta') partial.text += event.text;
+      else if (event.type === 'reasoning.delta') partial.reasoning += event.text;
+      else return;
+      flushTimer ??= setTimeout(flush, partialFlushMs);
+    };
+
+    try {
+      for await (const event of step.events) {
+        if (signal.aborted) break;
+        observe(event);
+        services.emit({ ...event, sessionId, runId, stepId });
+      }
+    } finally {
+      if (flushTimer !== undefined) clearTimeout(flushTimer);
+    }
+    const completion = await step.completion;
+    if (signal.aborted) return;
+    await services.commit({ ...completion, stepId });
+    if (saving !== undefined) {
+      await saving;
+      await services.store.clearPartial(sessionId);
+    }
+  }, services.onError);
+}

@@ -1,0 +1,50 @@
+import { fromCallback } from 'xstate';
+import type { ModelAdapter, ModelStepRequest } from '../adapters/model-adapter.ts';
+import type { CommitFact, Fact, RunLimits, TransientEvent } from '../events/facts.ts';
+import type { IdGenerator } from '../events/ids.ts';
+import type { ModelToolDefinition } from '../events/messages.ts';
+import type { EventStore } from '../store/event-store.ts';
+import type { ToolRuntime } from '../tools/tool.ts';
+
+/** A request as `prepareStep` built it, waiting for `providerStep` to send it. */
+export type PreparedRequest = Omit<ModelStepRequest, 'abortSignal'>;
+
+/** What one run's actors need: the adapter, the tools, the log, and the run's commit. */
+export interface RunServices {
+  adapter: ModelAdapter;
+  toolRuntime: ToolRuntime;
+  toolDefinitions: ModelToolDefinition[];
+  system: string | undefined;
+  limits: RunLimits;
+  store: EventStore;
+  /** The session's facts, kept current by the run driver. */
+  facts: () => readonly Fact[];
+  commit: CommitFact;
+  /** Aborted when a stop is committed (I10). */
+  signal: AbortSignal;
+  generateId: IdGenerator;
+  /** Randomness in [0, 1), for retry jitter. */
+  random: () => number;
+  /** Streams a transient delta to the run's subscribers. */
+  emit: (event: TransientEvent) => void;
+  /** Requests built in `projecting`, keyed by `stepId#attempt`, handed to `requesting`. */
+  prepared: Map<string, PreparedRequest>;
+  /** An actor failed in a way that is not a fact (the store could not be written). */
+  onError: (error: unknown) => void;
+}
+
+/**
+ * An XState callback actor running one async task. The task gets the actor's own abort signal,
+ * aborted when the machine stops the actor (it left the state that invoked it). Failures go to
+ * `onError`: actors report outcomes only by committing facts.
+ */
+export function fromTask<TInput>(
+  task: (input: TInput, signal: AbortSignal) => Promise<void>,
+  onError: (error: unknown) => void,
+) {
+  return fromCallback<never, TInput>(({ input }) => {
+    const controller = new AbortController();
+    task(input, controller.signal).catch(onError);
+    return () => controller.abort();
+  });
+}

@@ -1,0 +1,52 @@
+import type { ToolCallRecord } from '../events/facts.ts';
+import type { SettleContext } from '../tools/tool.ts';
+import { fromTask, type RunServices } from './run-services.ts';
+import type { SettleToolInput } from './turn-machine.ts';
+
+/** The call record of `callId` in the completed step `stepId`, as the guard judged it. */
+function findCall(services: RunServices, stepId: string, callId: string): ToolCallRecord {
+  const facts = services.facts();
+  for (let index = facts.length - 1; index >= 0; index -= 1) {
+    const fact = facts[index];
+    if (fact?.type !== 'step.completed' || fact.stepId !== stepId) continue;
+    const call = fact.toolCalls.find((candidate) => candidate.callId === callId);
+    if (call !== undefined) return call;
+  }
+  throw new Error(`tool actor: no call ${callId} in the completed step ${stepId}`);
+}
+
+/**
+ * The `settleTool` actor: one phase of one call's settlement by the tool runtime — `decide`
+ * (validation, loop gate, permission), `run` (start, execute, settle) or `abandon` (settle a call
+ * that will not run). It reports only by committing facts; its last one is the call's
+ * `tool.settled` (or, when deciding, the decision). Tools honour the run's stop signal and grace.
+ */
+export function toolActor(services: RunServices) {
+  return fromTask<SettleToolInput>(async (input) => {
+    const call = findCall(services, input.stepId, input.callId);
+    const context: SettleContext = {
+      sessionId: input.sessionId,
+      runId: input.runId,
+      stepId: input.stepId,
+      limits: services.limits,
+      signal: services.signal,
+      commit: services.commit,
+      facts: services.facts(),
+    };
+    switch (input.phase) {
+      case 'decide':
+        return services.toolRuntime.decide(call, context);
+      case 'run':
+        return services.toolRuntime.run(call, input.decision, context);
+      case 'abandon':
+        return services.toolRuntime.abandon(
+          call,
+          input.outcome,
+          input.outcome === 'unknown'
+            ? 'The run was stopped after this call started; it may or may not have completed.'
+            : 'The run was stopped before this call ran.',
+          context,
+        );
+    }
+  }, services.onError);
+}
