@@ -1,0 +1,230 @@
+import { z } from 'zod';
+import type { JsonObject } from '../events/json.ts';
+import type { ModelToolDefinition } from '../events/messages.ts';
+import type {
+  StandardSchemaV1,
+  Tool,
+  ToolExecuteContext,
+  ToolPermission,
+  ToolSet,
+} from './tool.ts';
+import { ToolDefinitionError, ToolSchemaConversionError } from './tool-errors.ts';
+
+/** The longest timer Node accepts (about 24.8 days); longer timeouts would fire at once. */
+const maxTimeoutMs = 2_147_483_647;
+
+/** Tool names providers accept. */
+const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** What `defineTool` takes: `execute`'s input is the schema's *output* (defaults, transforms). */
+export interface ToolDefinition<TSchema extends StandardSchemaV1, TOutput> {
+  /** What the tool does and when to use it; the model reads it. */
+  description: string;
+  /** A zod v4 schema or any Standard Schema; its input side becomes the model's JSON Schema. */
+  inputSchema: TSchema;
+  /** `'allow'` (default), `'ask'`, `'deny'`, or a function of the validated input. */
+  permission?: ToolPermission<StandardSchemaV1.InferOutput<TSchema>>;
+  /** Milliseconds before the call settles `error` (default 120 000). */
+  timeoutMs?: number;
+  /** Strings to redact from the model-visible text (API keys the tool uses, say). */
+  secrets?: (input: StandardSchemaV1.InferOutput<TSchema>) => string[];
+  execute: (
+    input: StandardSchemaV1.InferOutput<TSchema>,
+    context: ToolExecuteContext,
+  ) => TOutput | Promise<TOutput>;
+}
+
+/**
+ * Defines a tool. `execute` receives the schema's validated output, typed from the schema.
+ * Throws `ToolDefinitionError` for a definition that cannot work.
+ *
+ * @example
+ * const weather = defineTool({
+ *   description: 'Current weather for a city',
+ *   inputSchema: z.object({ city: z.string(), unit: z.enum(['C', 'F']).default('C') }),
+ *   execute: async ({ city, unit }) => ({ city, unit, temperature: 21 }),
+ * });
+ */
+export function defineTool<TSchema extends StandardSchemaV1, TOutput>(
+  definition: ToolDefinition<TSchema, TOutput>,
+): Tool<StandardSchemaV1.InferOutput<TSchema>, Awaited<TOutput>> {
+  assertToolDefinition(definition);
+  return {
+    description: definition.description,
+    inputSchema: definition.inputSchema,
+    permission: definition.permission ?? 'allow',
+    timeoutMs: definition.timeoutMs ?? 120_000,
+    secrets: definition.secrets ?? (() => []),
+    execute: definition.execute as Tool<
+      StandardSchemaV1.InferOutput<TSchema>,
+      Awaited<TOutput>
+    >['execute'],
+  };
+}
+
+/**
+ * Checks a tool (from `defineTool` or written by hand) and its name; throws
+ * `ToolDefinitionError` naming the tool and the field that is wrong.
+ */
+export function assertTool(name: string, tool: unknown): asserts tool is Tool {
+  assertToolName(name);
+  if (typeof tool !== 'object' || tool === null) {
+    throw new ToolDefinitionError({
+      message: `Tool "${name}" is not a tool object; create it with defineTool({ description, inputSchema, execute })`,
+      toolName: name,
+      field: 'tool',
+    });
+  }
+  assertToolDefinition(tool as Partial<ToolDefinition<StandardSchemaV1, unknown>>, name);
+  const candidate = tool as Partial<Tool>;
+  if (typeof candidate.timeoutMs !== 'number') {
+    fail(name, 'timeoutMs', 'has no timeoutMs; create it with defineTool, which sets defaults');
+  }
+  if (typeof candidate.secrets !== 'function') {
+    fail(
+      name,
+      'secrets',
+      'has no secrets function; create it with defineTool, which sets defaults',
+    );
+  }
+  if (candidate.permission === undefined) {
+    fail(name, 'permission', 'has no permission; create it with defineTool, which sets defaults');
+  }
+}
+
+/** Throws `ToolDefinitionError` unless `name` is a tool name providers accept. */
+export function assertToolName(name: string): void {
+  if (!toolNamePattern.test(name)) {
+    throw new ToolDefinitionError({
+      message: `Tool name ${JSON.stringify(name)} is not accepted by providers; use 1 to 64 letters, digits, "_" or "-"`,
+      toolName: name,
+      field: 'name',
+    });
+  }
+}
+
+/**
+ * The model's view of a tool set: name, description and the JSON Schema of each schema's
+ * *input* side (what the model must send). Throws `ToolSchemaConversionError` naming the tool
+ * when a schema cannot be expressed as JSON Schema.
+ *
+ * @example
+ * const definitions = toModelToolDefinitions({ weather });
+ * // [{ name: 'weather', description: 'Current weather for a city', inputSchema: { type: 'object', … } }]
+ */
+export function toModelToolDefinitions(tools: ToolSet): ModelToolDefinition[] {
+  return Object.entries(tools).map(([name, tool]) => {
+    assertTool(name, tool);
+    return { name, description: tool.description, inputSchema: toInputJsonSchema(name, tool) };
+  });
+}
+
+function toInputJsonSchema(name: string, tool: Tool): JsonObject {
+  const schema = tool.inputSchema as StandardSchemaV1 & {
+    '~standard': { jsonSchema?: { input?: (options: { target: string }) => unknown } };
+  };
+  const converter = schema['~standard'].jsonSchema?.input;
+  let converted: unknown;
+  try {
+    if (typeof converter === 'function') {
+      converted = converter({ target: 'draft-07' });
+    } else if (schema['~standard'].vendor === 'zod' && '_zod' in schema) {
+      // zod 4 releases before Standard JSON Schema support.
+      converted = z.toJSONSchema(schema as unknown as z.ZodType, {
+        target: 'draft-07',
+        io: 'input',
+      });
+    } else {
+      throw new Error(
+        `its schema library ("${schema['~standard'].vendor}") does not implement Standard JSON Schema`,
+      );
+    }
+    converted = JSON.parse(JSON.stringify(converted));
+  } catch (error) {
+    throw new ToolSchemaConversionError({
+      message: `The input schema of tool "${name}" cannot be converted to JSON Schema (${messageOf(error)}); use JSON-representable types (no dates, bigints, maps or functions on the input side) or a schema that implements Standard JSON Schema`,
+      toolName: name,
+      cause: error,
+    });
+  }
+  if (typeof converted !== 'object' || converted === null || Array.isArray(converted)) {
+    throw new ToolSchemaConversionError({
+      message: `The input schema of tool "${name}" converted to ${JSON.stringify(converted)}, not a JSON Schema object; use an object schema such as z.object({ … })`,
+      toolName: name,
+    });
+  }
+  const jsonSchema = converted as JsonObject;
+  if (jsonSchema.type !== undefined && jsonSchema.type !== 'object') {
+    throw new ToolSchemaConversionError({
+      message: `The input schema of tool "${name}" describes ${JSON.stringify(jsonSchema.type)}, but tool input must be an object; wrap it: z.object({ value: … })`,
+      toolName: name,
+    });
+  }
+  return jsonSchema;
+}
+
+function assertToolDefinition(
+  definition: Partial<ToolDefinition<StandardSchemaV1, unknown>>,
+  name?: string,
+): void {
+  if (typeof definition !== 'object' || definition === null) {
+    fail(name, 'definition', 'is not an object; pass { description, inputSchema, execute }');
+  }
+  if (typeof definition.description !== 'string' || definition.description.trim() === '') {
+    fail(name, 'description', 'has no description; say what the tool does, the model reads it');
+  }
+  const schema = definition.inputSchema as { '~standard'?: { validate?: unknown } } | undefined;
+  if (
+    (typeof schema !== 'object' && typeof schema !== 'function') ||
+    schema === null ||
+    typeof schema['~standard']?.validate !== 'function'
+  ) {
+    fail(
+      name,
+      'inputSchema',
+      'has an inputSchema that is not a Standard Schema; pass a zod schema',
+    );
+  }
+  if (typeof definition.execute !== 'function') {
+    fail(name, 'execute', 'has an execute that is not a function');
+  }
+  const { timeoutMs, permission, secrets } = definition;
+  if (
+    timeoutMs !== undefined &&
+    (typeof timeoutMs !== 'number' ||
+      !Number.isInteger(timeoutMs) ||
+      timeoutMs <= 0 ||
+      timeoutMs > maxTimeoutMs)
+  ) {
+    fail(
+      name,
+      'timeoutMs',
+      `has timeoutMs ${String(timeoutMs)}; use a whole number of milliseconds from 1 to ${maxTimeoutMs}`,
+    );
+  }
+  if (
+    permission !== undefined &&
+    typeof permission !== 'function' &&
+    permission !== 'allow' &&
+    permission !== 'ask' &&
+    permission !== 'deny'
+  ) {
+    fail(
+      name,
+      'permission',
+      `has permission ${JSON.stringify(permission)}; use 'allow', 'ask', 'deny' or a function of the input`,
+    );
+  }
+  if (secrets !== undefined && typeof secrets !== 'function') {
+    fail(name, 'secrets', 'has secrets that is not a function of the input returning strings');
+  }
+}
+
+function fail(name: string | undefined, field: string, problem: string): never {
+  const subject = name === undefined ? 'defineTool: the tool' : `Tool "${name}"`;
+  throw new ToolDefinitionError({ message: `${subject} ${problem}`, toolName: name, field });
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
