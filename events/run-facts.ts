@@ -1,0 +1,242 @@
+import { assertNever, type Fact, type FactOf, type ToolCallRecord } from './facts.ts';
+import { hashJson, type JsonValue } from './json.ts';
+
+/**
+ * The shared index the projections read a log through: facts grouped by run, steps by
+ * `stepId`, and every tool fact attached to the call it belongs to. Building it judges
+ * nothing; duplicates and facts that match no call are kept so `planRecovery` can report them.
+ */
+
+/** The tool facts that concern one call, as they appear in the log. */
+export type ToolFact = FactOf<
+  | 'tool.permission.requested'
+  | 'tool.permission.decided'
+  | 'tool.started'
+  | 'tool.settled'
+  | 'tool.indeterminate'
+>;
+
+/** One call of a completed step and every tool fact about it, in log order. */
+export interface CallFacts {
+  call: ToolCallRecord;
+  stepId: string;
+  facts: ToolFact[];
+  started: FactOf<'tool.started'>[];
+  /** Every `tool.settled` for the call; the first one is the result, more are damage. */
+  settled: FactOf<'tool.settled'>[];
+}
+
+/** One step (all its attempts) of a run. */
+export interface StepFacts {
+  stepId: string;
+  /** `step.started` of every attempt, in log order. */
+  attempts: FactOf<'step.started'>[];
+  failures: FactOf<'step.failed'>[];
+  retries: FactOf<'retry.due'>[];
+  /** Every `step.completed`; the first one is the step's result, more are damage. */
+  completions: FactOf<'step.completed'>[];
+  /** The attempt that produced the first completion (the last attempt started before it). */
+  completedAttempt: FactOf<'step.started'> | undefined;
+  /** The calls of the first completion, in the model's order (a repeated `callId` keeps the first). */
+  calls: CallFacts[];
+  /** The other records of a `callId` that appeared twice in one completion. */
+  duplicateCalls: ToolCallRecord[];
+}
+
+/** Everything one run wrote, grouped. */
+export interface RunFacts {
+  sessionId: string;
+  turnId: string;
+  runId: string;
+  facts: Fact[];
+  runStarted: FactOf<'run.started'>[];
+  runEnded: FactOf<'run.ended'>[];
+  steps: StepFacts[];
+  steering: FactOf<'steering.received'>[];
+  /** Tool facts that match no call of the step that was completed last when they were written. */
+  unmatched: ToolFact[];
+  /** The `state` of the last fact of the run that recorded one. */
+  lastState: string | undefined;
+}
+
+/** A decision a person still has to give. */
+export interface PendingDecision {
+  kind: 'permission' | 'indeterminate';
+  callId: string;
+  name: string;
+  input: JsonValue;
+  inputHash: string;
+}
+
+/**
+ * Groups facts by run (in order of each run's first fact) and indexes their steps and calls.
+ * A tool fact belongs to the run's most recently completed step: providers may reuse a
+ * `callId` across steps, so a call is paired with its facts by step, never by `callId` alone.
+ */
+export function collectRuns(facts: readonly Fact[]): RunFacts[] {
+  const runs = new Map<string, RunFacts>();
+  const steps = new Map<RunFacts, Map<string, StepFacts>>();
+  const lastCompleted = new Map<RunFacts, StepFacts>();
+
+  for (const fact of facts) {
+    const key = `${fact.sessionId}\u0000${fact.runId}`;
+    let run = runs.get(key);
+    if (run === undefined) {
+      run = emptyRun(fact);
+      runs.set(key, run);
+      steps.set(run, new Map());
+    }
+    run.facts.push(fact);
+    if (fact.state !== undefined) run.lastState = fact.state;
+    const runSteps = steps.get(run) ?? new Map<string, StepFacts>();
+
+    switch (fact.type) {
+      case 'run.started':
+        run.runStarted.push(fact);
+        break;
+      case 'run.ended':
+        run.runEnded.push(fact);
+        break;
+      case 'steering.received':
+        run.steering.push(fact);
+        break;
+      case 'step.started':
+        stepOf(run, runSteps, fact.stepId).attempts.push(fact);
+        break;
+      case 'step.failed':
+        stepOf(run, runSteps, fact.stepId).failures.push(fact);
+        break;
+      case 'retry.due':
+        stepOf(run, runSteps, fact.stepId).retries.push(fact);
+        break;
+      case 'step.completed': {
+        const step = stepOf(run, runSteps, fact.stepId);
+        step.completions.push(fact);
+        if (step.completions.length === 1) {
+          step.completedAttempt = step.attempts.at(-1);
+          indexCalls(step, fact.toolCalls);
+        }
+        lastCompleted.set(run, step);
+        break;
+      }
+      case 'tool.permission.requested':
+      case 'tool.permission.decided':
+      case 'tool.started':
+      case 'tool.settled':
+      case 'tool.indeterminate': {
+        const call = lastCompleted
+          .get(run)
+          ?.calls.find((entry) => entry.call.callId === fact.callId);
+        if (call === undefined) {
+          run.unmatched.push(fact);
+          break;
+        }
+        call.facts.push(fact);
+        if (fact.type === 'tool.started') call.started.push(fact);
+        if (fact.type === 'tool.settled') call.settled.push(fact);
+        break;
+      }
+      case 'compaction.started':
+      case 'compaction.completed':
+      case 'compaction.failed':
+      case 'run.stop.requested':
+      case 'run.recovered':
+        break;
+      default:
+        assertNever(fact, 'fact');
+    }
+  }
+  return [...runs.values()];
+}
+
+/**
+ * The decisions a person still owes for a run: calls asked for and not yet decided, and calls
+ * marked `tool.indeterminate` and not yet resolved. An ended run owes none.
+ */
+export function pendingDecisions(run: RunFacts): PendingDecision[] {
+  if (run.runEnded.length > 0) return [];
+  const pending: PendingDecision[] = [];
+  for (const step of run.steps) {
+    for (const call of step.calls) {
+      const decision = pendingDecisionOf(call);
+      if (decision !== undefined) pending.push(decision);
+    }
+  }
+  return pending;
+}
+
+function pendingDecisionOf(call: CallFacts): PendingDecision | undefined {
+  let asked: FactOf<'tool.permission.requested'> | undefined;
+  let indeterminate = false;
+  for (const fact of call.facts) {
+    if (fact.type === 'tool.permission.requested') asked = fact;
+    if (fact.type === 'tool.indeterminate') indeterminate = true;
+    if (fact.type === 'tool.permission.decided' || fact.type === 'tool.settled') {
+      asked = undefined;
+      indeterminate = false;
+    }
+  }
+  const { callId, name } = call.call;
+  if (indeterminate) {
+    const started = call.started[0];
+    const input = started?.input ?? call.call.input;
+    return { kind: 'indeterminate', callId, name, input, inputHash: inputHashOf(call, input) };
+  }
+  if (asked !== undefined) {
+    return { kind: 'permission', callId, name, input: asked.input, inputHash: asked.inputHash };
+  }
+  return undefined;
+}
+
+/** The hash the call's execution was bound to, from the latest fact that recorded one. */
+function inputHashOf(call: CallFacts, input: JsonValue): string {
+  for (let index = call.facts.length - 1; index >= 0; index -= 1) {
+    const fact = call.facts[index];
+    if (fact !== undefined && 'inputHash' in fact) return fact.inputHash;
+  }
+  return hashJson(input);
+}
+
+function emptyRun(fact: Fact): RunFacts {
+  return {
+    sessionId: fact.sessionId,
+    turnId: fact.turnId,
+    runId: fact.runId,
+    facts: [],
+    runStarted: [],
+    runEnded: [],
+    steps: [],
+    steering: [],
+    unmatched: [],
+    lastState: undefined,
+  };
+}
+
+function stepOf(run: RunFacts, runSteps: Map<string, StepFacts>, stepId: string): StepFacts {
+  let step = runSteps.get(stepId);
+  if (step === undefined) {
+    step = {
+      stepId,
+      attempts: [],
+      failures: [],
+      retries: [],
+      completions: [],
+      completedAttempt: undefined,
+      calls: [],
+      duplicateCalls: [],
+    };
+    runSteps.set(stepId, step);
+    run.steps.push(step);
+  }
+  return step;
+}
+
+function indexCalls(step: StepFacts, toolCalls: readonly ToolCallRecord[]): void {
+  for (const call of toolCalls) {
+    if (step.calls.some((entry) => entry.call.callId === call.callId)) {
+      step.duplicateCalls.push(call);
+      continue;
+    }
+    step.calls.push({ call, stepId: step.stepId, facts: [], started: [], settled: [] });
+  }
+}
