@@ -1,0 +1,241 @@
+import type {
+  Fact,
+  FinishReason,
+  PermissionDecision,
+  ProviderFailure,
+  RunStatus,
+  ToolCallProof,
+  ToolOutcome,
+  Usage,
+} from './facts.ts';
+import type { JsonValue } from './json.ts';
+import {
+  type CallFacts,
+  collectRuns,
+  type PendingDecision,
+  pendingDecisions,
+  type RunFacts,
+  type StepFacts,
+} from './run-facts.ts';
+
+export type { PendingDecision } from './run-facts.ts';
+
+/** The read model a UI renders: a session's runs, what they wait for, and what they cost. */
+export interface TurnReadModel {
+  /** `undefined` for an empty log. */
+  sessionId: string | undefined;
+  runs: RunView[];
+  /** Every decision a person owes, across the session's unfinished runs. */
+  pending: PendingDecision[];
+  /** Usage summed over every completed step of the session. */
+  usage: Usage;
+}
+
+/** `running` and `awaiting` (a person must decide) are live; the others come from `run.ended`. */
+export type RunViewStatus = 'running' | 'awaiting' | RunStatus;
+
+/** One run of the session. */
+export interface RunView {
+  runId: string;
+  turnId: string;
+  /** The user's input (`undefined` when `run.started` is not in the facts). */
+  input: string | undefined;
+  status: RunViewStatus;
+  /** The turn machine's state after the run's last fact that recorded one. */
+  state: string | undefined;
+  /** `run.ended.reason` once the run ended. */
+  reason: string | undefined;
+  error: ProviderFailure | { message: string } | undefined;
+  startedAt: string | undefined;
+  endedAt: string | undefined;
+  steps: StepView[];
+  /** The text of the run's last completed step (the answer so far). */
+  text: string;
+  pending: PendingDecision[];
+  /** Usage summed over the run's completed steps. */
+  usage: Usage;
+}
+
+/**
+ * - `requesting`: the latest attempt is in flight;
+ * - `retrying`: the latest attempt failed and a retry is scheduled;
+ * - `abandoned`: the run ended, or moved on, without the latest attempt finishing.
+ */
+export type StepViewStatus = 'requesting' | 'retrying' | 'completed' | 'failed' | 'abandoned';
+
+/** One provider step (all its attempts). */
+export interface StepView {
+  stepId: string;
+  attempts: number;
+  status: StepViewStatus;
+  /** The provider and model of the latest attempt. */
+  provider: string | undefined;
+  modelId: string | undefined;
+  finishReason: FinishReason | undefined;
+  usage: Usage | undefined;
+  text: string;
+  reasoning: string;
+  toolCalls: ToolCallView[];
+  /** The failure of the latest failed attempt. */
+  error: ProviderFailure | undefined;
+}
+
+/** One tool call of a completed step, and how far it got. */
+export interface ToolCallView {
+  callId: string;
+  name: string;
+  input: JsonValue;
+  proof: ToolCallProof | null;
+  withheld: string | undefined;
+  /** The latest permission fact for the call: `pending` while a person is asked. */
+  permission: PermissionView | undefined;
+  started: boolean;
+  /** Started, found unfinished by recovery, and not settled yet. */
+  indeterminate: boolean;
+  outcome: ToolOutcome | undefined;
+  /** The `tool.settled` text: exactly what the model sees. */
+  result: string | undefined;
+}
+
+export interface PermissionView {
+  decision: PermissionDecision | 'pending';
+  by: 'user' | 'policy' | undefined;
+  reason: string | undefined;
+}
+
+/**
+ * Projects a session's facts to the read model UIs render. Pure and deterministic (I1); a
+ * usage total stays `undefined` only when no step reported that number.
+ *
+ * @example
+ * const view = projectTurn(await store.read(sessionId));
+ * const current = view.runs.at(-1); // { status: 'awaiting', pending: [...], text: '…' }
+ */
+export function projectTurn(facts: readonly Fact[]): TurnReadModel {
+  const runs = collectRuns(facts).map(runView);
+  return {
+    sessionId: facts[0]?.sessionId,
+    runs,
+    pending: runs.flatMap((run) => run.pending),
+    usage: sumUsage(runs.map((run) => run.usage)),
+  };
+}
+
+function runView(run: RunFacts): RunView {
+  const ended = run.runEnded[0];
+  const started = run.runStarted[0];
+  const pending = pendingDecisions(run);
+  const completions = run.steps
+    .flatMap((step) => step.completions.slice(0, 1))
+    .sort((left, right) => left.seq - right.seq);
+  const lastCompleted = completions.at(-1);
+  return {
+    runId: run.runId,
+    turnId: run.turnId,
+    input: started?.input.text,
+    status: ended?.status ?? (pending.length > 0 ? 'awaiting' : 'running'),
+    state: run.lastState,
+    reason: ended?.reason,
+    error: ended?.error,
+    startedAt: started?.at,
+    endedAt: ended?.at,
+    steps: run.steps.map((step, index) =>
+      stepView(step, { runEnded: ended !== undefined, isLast: index === run.steps.length - 1 }),
+    ),
+    text: lastCompleted === undefined ? '' : joinText(lastCompleted.content, 'text'),
+    pending,
+    usage: sumUsage(completions.map((completion) => completion.usage)),
+  };
+}
+
+function stepView(step: StepFacts, where: { runEnded: boolean; isLast: boolean }): StepView {
+  const completed = step.completions[0];
+  const attempt = step.attempts.at(-1);
+  return {
+    stepId: step.stepId,
+    attempts: step.attempts.length,
+    status: stepStatus(step, where),
+    provider: attempt?.request.provider,
+    modelId: attempt?.request.modelId,
+    finishReason: completed?.finishReason,
+    usage: completed?.usage,
+    text: completed === undefined ? '' : joinText(completed.content, 'text'),
+    reasoning: completed === undefined ? '' : joinText(completed.content, 'reasoning'),
+    toolCalls: step.calls.map(toolCallView),
+    error: step.failures.at(-1)?.error,
+  };
+}
+
+function stepStatus(
+  step: StepFacts,
+  where: { runEnded: boolean; isLast: boolean },
+): StepViewStatus {
+  if (step.completions.length > 0) return 'completed';
+  const attempt = step.attempts.at(-1);
+  const failure = step.failures.at(-1);
+  const live = !where.runEnded && where.isLast;
+  if (failure === undefined || (attempt !== undefined && attempt.seq > failure.seq)) {
+    return live ? 'requesting' : 'abandoned';
+  }
+  const retryScheduled =
+    failure.state === 'requesting.backingOff' ||
+    step.retries.some((retry) => retry.seq > failure.seq);
+  return live && retryScheduled ? 'retrying' : 'failed';
+}
+
+function toolCallView(call: CallFacts): ToolCallView {
+  const settled = call.settled[0];
+  let permission: PermissionView | undefined;
+  let indeterminate = false;
+  for (const fact of call.facts) {
+    if (fact.type === 'tool.permission.requested') {
+      permission = { decision: 'pending', by: undefined, reason: fact.reason };
+    }
+    if (fact.type === 'tool.permission.decided') {
+      permission = { decision: fact.decision, by: fact.by, reason: fact.reason };
+    }
+    if (fact.type === 'tool.indeterminate') indeterminate = true;
+  }
+  const { callId, name, input, proof, withheld } = call.call;
+  return {
+    callId,
+    name,
+    input,
+    proof,
+    withheld,
+    permission,
+    started: call.started.length > 0,
+    indeterminate: indeterminate && settled === undefined,
+    outcome: settled?.outcome,
+    result: settled?.text,
+  };
+}
+
+function joinText(
+  content: readonly { type: 'text' | 'reasoning'; text: string }[],
+  type: 'text' | 'reasoning',
+): string {
+  return content
+    .filter((part) => part.type === type)
+    .map((part) => part.text)
+    .join('');
+}
+
+const usageKeys = ['inputTokens', 'outputTokens', 'reasoningTokens', 'cachedInputTokens'] as const;
+
+/** Sums each number that some usage reported; a number nobody reported stays `undefined`. */
+function sumUsage(usages: readonly Usage[]): Usage {
+  const total: Usage = {
+    inputTokens: undefined,
+    outputTokens: undefined,
+    reasoningTokens: undefined,
+    cachedInputTokens: undefined,
+  };
+  for (const usage of usages) {
+    for (const key of usageKeys) {
+      const value = usage[key];
+      if (value !== undefined) total[key] = (total[key] ?? 0) + value;
+    }
+  }
+  return total;
+}
