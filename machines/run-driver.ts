@@ -4,6 +4,7 @@ import {
   createActor,
   type InspectionEvent,
   initialTransition,
+  type Observer,
   transition,
 } from 'xstate';
 import type { Fact, FactDraft, FactOf, NewFact } from '../events/facts.ts';
@@ -29,7 +30,7 @@ export interface RunDriverOptions {
   facts: Fact[];
   now: () => number;
   generateId: IdGenerator;
-  inspect?: (event: InspectionEvent) => void;
+  inspect?: ((event: InspectionEvent) => void) | Observer<InspectionEvent>;
   /** Called after each fact is durable and the machine took it (and for `run.ended`). */
   onFact?: (fact: Fact) => void;
 }
@@ -198,6 +199,9 @@ export function createRunDriver(options: RunDriverOptions) {
     snapshot(): TurnSnapshot | undefined {
       return actor?.getSnapshot();
     },
+
+    /** Marks the run as broken (an actor could not write the log): `ended` rejects, the actor stops. */
+    fail,
 
     /** Stops the live actor without ending the run (the run stays in the log, e.g. parked). */
     release() {

@@ -1,0 +1,140 @@
+import type { Fact, RunStatus, TransientEvent, Usage } from '../events/facts.ts';
+import { projectTurn } from '../events/project-turn.ts';
+
+/** What `turn.events` yields: the run's facts and its transient deltas, in order. */
+export type TurnEvent = Fact | TransientEvent;
+
+/** How a run ended, as `turn.done` reports it. */
+export interface TurnResult {
+  status: RunStatus;
+  /** Why: `end_turn`, `max_output_tokens`, `step_limit`, `stop_requested`, `provider_error`, … */
+  reason: string;
+  /** The text of the run's last completed step: the answer. */
+  text: string;
+  /** Usage summed over the run's completed steps; a number no step reported stays `undefined`. */
+  usage: Usage;
+  /** Completed provider steps. */
+  steps: number;
+  error?: { message: string };
+}
+
+/** One run as the caller of `send()` (or `recover()`) holds it. */
+export interface TurnHandle {
+  sessionId: string;
+  turnId: string;
+  runId: string;
+  /**
+   * The run's facts from `run.started`, then live, with deltas; ends after `run.ended`. Each
+   * iteration starts from the beginning of what this handle has seen.
+   */
+  events: AsyncIterable<TurnEvent>;
+  /** Resolves when the run ends; rejects only if the log could not be written. */
+  done: Promise<TurnResult>;
+}
+
+/** The `done` payload of a run, projected from the session's facts. */
+export function turnResult(facts: readonly Fact[], runId: string): TurnResult {
+  const run = projectTurn(facts).runs.find((candidate) => candidate.runId === runId);
+  const ended = facts.findLast((fact) => fact.type === 'run.ended' && fact.runId === runId);
+  if (run === undefined || ended?.type !== 'run.ended') {
+    throw new Error(`turn result: run ${runId} has not ended`);
+  }
+  return {
+    status: ended.status,
+    reason: ended.reason,
+    text: run.text,
+    usage: run.usage,
+    steps: run.steps.filter((step) => step.status === 'completed').length,
+    ...(ended.error === undefined ? {} : { error: { message: ended.error.message } }),
+  };
+}
+
+/**
+ * The runtime's side of a `TurnHandle`. The runtime keeps only this small record per unfinished
+ * run (a parked run costs little): the `done` resolvers and a weak reference to the handle's
+ * event buffer, which lives as long as the caller keeps the handle.
+ */
+export interface TurnSink {
+  push(event: TurnEvent): void;
+  end(result: TurnResult): void;
+  fail(error: unknown): void;
+}
+
+/** A handle for the caller and the sink the runtime feeds it through. */
+export function createTurnChannel(
+  ids: { sessionId: string; turnId: string; runId: string },
+  seen: readonly TurnEvent[] = [],
+): { handle: TurnHandle; sink: TurnSink } {
+  const buffer = new EventBuffer([...seen]);
+  const bufferRef = new WeakRef(buffer);
+  let resolve!: (result: TurnResult) => void;
+  let reject!: (error: unknown) => void;
+  const done = new Promise<TurnResult>((onResolve, onReject) => {
+    resolve = onResolve;
+    reject = onReject;
+  });
+  // A caller that never awaits `done` must not get an unhandled rejection.
+  done.catch(() => {});
+  const handle: TurnHandle = {
+    ...ids,
+    done,
+    events: { [Symbol.asyncIterator]: () => buffer.iterate() },
+  };
+  const sink: TurnSink = {
+    push: (event) => bufferRef.deref()?.push(event),
+    end: (result) => {
+      bufferRef.deref()?.close();
+      resolve(result);
+    },
+    fail: (error) => {
+      bufferRef.deref()?.close(error);
+      reject(error);
+    },
+  };
+  return { handle, sink };
+}
+
+/** An append-only event list that any number of async iterators read from the start. */
+class EventBuffer {
+  private readonly events: TurnEvent[];
+  private closed = false;
+  private error: unknown;
+  private waiters: (() => void)[] = [];
+
+  constructor(events: TurnEvent[]) {
+    this.events = events;
+  }
+
+  push(event: TurnEvent) {
+    if (this.closed) return;
+    this.events.push(event);
+    this.wake();
+  }
+
+  close(error?: unknown) {
+    this.closed = true;
+    this.error = error;
+    this.wake();
+  }
+
+  private wake() {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const waiter of waiters) waiter();
+  }
+
+  async *iterate(): AsyncGenerator<TurnEvent> {
+    let index = 0;
+    while (true) {
+      while (index < this.events.length) {
+        yield this.events[index] as TurnEvent;
+        index += 1;
+      }
+      if (this.closed) {
+        if (this.error !== undefined) throw this.error;
+        return;
+      }
+      await new Promise<void>((wake) => this.waiters.push(wake));
+    }
+  }
+}

@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { createActor } from 'xstate';
+import type { Fact, FactOf } from '../../events/facts.ts';
+import { foldRun, ReplayDivergenceError } from '../../machines/rehydrate.ts';
+import { stateToString } from '../../machines/state-path.ts';
+import { inputFromRunStarted } from '../../machines/turn-context.ts';
+import { turnMachine } from '../../machines/turn-machine.ts';
+import { sampleLogs } from '../helpers/sample-logs.ts';
+
+const runIds = (facts: Fact[]) => [...new Set(facts.map((fact) => fact.runId))];
+
+describe('foldRun', () => {
+  for (const { name, facts } of sampleLogs()) {
+    it(`rebuilds, for every prefix of ${name}, the snapshot a live machine reaches on the same facts`, () => {
+      for (const runId of runIds(facts)) {
+        const runFacts = facts.filter((fact) => fact.runId === runId);
+        const runStarted = runFacts[0] as FactOf<'run.started'>;
+        const liveActor = createActor(turnMachine, {
+          input: inputFromRunStarted(runStarted),
+        }).start();
+        for (let length = 1; length <= runFacts.length; length += 1) {
+          const fact = runFacts[length - 1] as Fact;
+          if (length > 1 && fact.type !== 'run.ended') liveActor.send(fact);
+          const { snapshot } = foldRun(
+            facts.filter((candidate) => candidate.seq <= fact.seq),
+            runId,
+          );
+          const live = liveActor.getSnapshot();
+          expect(stateToString(snapshot.value), `${name} seq ${fact.seq}`).toBe(
+            stateToString(live.value),
+          );
+          expect(snapshot.context).toEqual(live.context);
+          expect(snapshot.status).toBe(live.status);
+          if (fact.state !== undefined) expect(stateToString(snapshot.value)).toBe(fact.state);
+        }
+        const ended = runFacts.find((fact) => fact.type === 'run.ended');
+        if (ended?.type === 'run.ended') {
+          const { snapshot } = foldRun(facts, runId);
+          expect(snapshot.status).toBe('done');
+          expect(snapshot.output).toEqual({
+            status: ended.status,
+            reason: ended.reason,
+            ...(ended.error === undefined ? {} : { error: ended.error }),
+          });
+        }
+      }
+    });
+  }
+
+  it('raises ReplayDivergenceError naming the seq whose recorded state disagrees', () => {
+    const { facts } = sampleLogs().find((log) => log.name === 'multi-tool') ?? { facts: [] };
+    const tampered = facts.map((fact) =>
+      fact.seq === 4 ? { ...fact, state: 'projecting' } : fact,
+    );
+    const runId = facts[0]?.runId ?? '';
+    expect(() => foldRun(tampered, runId)).toThrowError(ReplayDivergenceError);
+    try {
+      foldRun(tampered, runId);
+    } catch (error) {
+      expect(ReplayDivergenceError.isInstance(error)).toBe(true);
+      expect((error as ReplayDivergenceError).seq).toBe(4);
+      expect((error as ReplayDivergenceError).recorded).toBe('projecting');
+      expect((error as Error).message).toContain('fact seq 4');
+    }
+  });
+});
