@@ -1,0 +1,128 @@
+import type {
+  CommitFact,
+  Fact,
+  FactDraft,
+  NewFact,
+  RunLimits,
+  ToolCallRecord,
+} from '../../../events/facts.ts';
+import { memoryStore } from '../../../store/memory-store.ts';
+import type { DecidedPermission, SettleContext } from '../../../tools/tool.ts';
+
+export const toolTestLimits: RunLimits = {
+  maxSteps: 10,
+  maxAttempts: 3,
+  maxOutputTokens: undefined,
+  toolOutputChars: 10_000,
+  contextWindowTokens: undefined,
+  toolConcurrency: 4,
+  stopGraceMs: 1_000,
+};
+
+/**
+ * A session log for tool runtime tests: `commit` appends to a `memoryStore` with the runtime's
+ * "commit, then transition" semantics (false on a known id, false after `stop()`), and
+ * `context()` builds the `SettleContext` of one step.
+ */
+export function createToolLog(
+  options: { sessionId?: string; runId?: string; limits?: Partial<RunLimits> } = {},
+) {
+  const sessionId = options.sessionId ?? 'session_1';
+  const runId = options.runId ?? 'run_1';
+  const store = memoryStore();
+  const controller = new AbortController();
+  const limits: RunLimits = { ...toolTestLimits, ...options.limits };
+  let accepting = true;
+  let counter = 0;
+  let facts: Fact[] = [];
+
+  const commit: CommitFact = async (draft) => {
+    if (!accepting) return false;
+    counter += 1;
+    const fact = {
+      at: '2026-01-01T00:00:00.000Z',
+      sessionId,
+      turnId: 'turn_1',
+      runId,
+      ...draft,
+      id: draft.id ?? `fact_${counter}`,
+    } as NewFact;
+    const { appended } = await store.append(sessionId, [fact]);
+    if (appended.length === 0) return false;
+    facts = [...facts, ...appended];
+    return true;
+  };
+
+  return {
+    store,
+    commit,
+    limits,
+    /** The run's abort controller (stop). */
+    controller,
+    /** Facts committed so far (a snapshot). */
+    facts: () => facts,
+    /** Stops accepting commits, like the machine after `run.stop.requested`. */
+    stopAccepting() {
+      accepting = false;
+    },
+    /** Commits `step.completed` for `calls` and returns the step's settle context. */
+    async completeStep(stepId: string, calls: ToolCallRecord[]): Promise<SettleContext> {
+      await commit({
+        type: 'step.completed',
+        id: `${stepId}:completed`,
+        stepId,
+        finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+        usage: {
+          inputTokens: 1,
+          outputTokens: 1,
+          reasoningTokens: undefined,
+          cachedInputTokens: undefined,
+        },
+        content: [],
+        toolCalls: calls,
+        response: { id: undefined, modelId: undefined },
+      } satisfies FactDraft);
+      return this.context(stepId);
+    },
+    context(stepId: string, overrides: Partial<SettleContext> = {}): SettleContext {
+      return {
+        sessionId,
+        runId,
+        stepId,
+        limits,
+        signal: controller.signal,
+        commit,
+        facts: facts,
+        ...overrides,
+      };
+    },
+    /** Facts of one type committed so far. */
+    ofType<TType extends Fact['type']>(type: TType): Extract<Fact, { type: TType }>[] {
+      return facts.filter((fact): fact is Extract<Fact, { type: TType }> => fact.type === type);
+    },
+  };
+}
+
+/** A proven call record. */
+export function provenCall(
+  name: string,
+  input: ToolCallRecord['input'],
+  callId = 'call_1',
+): ToolCallRecord {
+  return { callId, name, input, proof: 'raw-bytes' };
+}
+
+/** The decision in the log for `callId`, as `run` takes it (undefined when none). */
+export function decisionOf(facts: readonly Fact[], callId: string): DecidedPermission | undefined {
+  const fact = facts.findLast(
+    (candidate) => candidate.type === 'tool.permission.decided' && candidate.callId === callId,
+  );
+  if (fact?.type !== 'tool.permission.decided') return undefined;
+  const decision: DecidedPermission = {
+    decision: fact.decision,
+    inputHash: fact.inputHash,
+    by: fact.by,
+  };
+  if (fact.reason !== undefined) decision.reason = fact.reason;
+  return decision;
+}

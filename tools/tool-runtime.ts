@@ -1,0 +1,366 @@
+import type { FactDraft, ToolCallRecord, ToolOutcome } from '../events/facts.ts';
+import { assertNever } from '../events/facts.ts';
+import type { JsonValue } from '../events/json.ts';
+import { createKeyedLimiter } from './concurrency.ts';
+import { assertTool } from './define-tool.ts';
+import { executeTool } from './execute-tool.ts';
+import { isRepeatedFailure } from './loop-gate.ts';
+import { evaluatePermission } from './permission-policy.ts';
+import type {
+  DecidedPermission,
+  PermissionPolicy,
+  PermissionResult,
+  SettleContext,
+  Tool,
+  ToolRuntime,
+  ToolSet,
+} from './tool.ts';
+import { toolFactId } from './tool-fact-id.ts';
+import { errorMessage, formatToolOutput, redactSecrets, truncateText } from './tool-output.ts';
+import { validateToolInput } from './validate-input.ts';
+
+/** The longest thrown message kept in an `error` text (before the output limit applies). */
+const maxErrorChars = 4_000;
+
+/** Options of `createToolRuntime`. */
+export interface ToolRuntimeOptions {
+  tools: ToolSet;
+  /** Runtime-wide permission policy, consulted after each tool's own permission. */
+  policy?: PermissionPolicy;
+  /** Monotonic clock in milliseconds for `durationMs` (default `performance.now`). */
+  now?: () => number;
+}
+
+/**
+ * Creates the tool runtime: the one place a tool executes. `decide` validates and judges each
+ * call of a completed step, `run` executes the allowed ones at most once each, `abandon`
+ * settles calls that will never run or never report. Every failure of a tool (a throw, a bad
+ * schema, a timeout) becomes a `tool.settled` fact; only a failing `commit` rejects (I11).
+ *
+ * @example
+ * const runtime = createToolRuntime({ tools: { weather } });
+ * await runtime.decide(call, context); // commits tool.permission.decided (allow)
+ * await runtime.run(call, { decision: 'allow', inputHash, by: 'policy' }, context);
+ */
+export function createToolRuntime({
+  tools,
+  policy,
+  now = () => performance.now(),
+}: ToolRuntimeOptions): ToolRuntime {
+  for (const [name, tool] of Object.entries(tools)) assertTool(name, tool);
+  const limiter = createKeyedLimiter();
+  // Guards against two concurrent `run`s of one call in this process; the deterministic
+  // `tool.started` id guards across processes.
+  const running = new Set<string>();
+
+  function lookup(name: string): Tool | undefined {
+    return Object.hasOwn(tools, name) ? tools[name] : undefined;
+  }
+
+  function unknownToolText(name: string): string {
+    const available = Object.keys(tools);
+    return `Unknown tool ${JSON.stringify(name)}; the call was not run. Available tools: ${available.length === 0 ? '(none)' : available.join(', ')}.`;
+  }
+
+  async function settle(
+    call: ToolCallRecord,
+    context: SettleContext,
+    outcome: ToolOutcome,
+    body: { text: string; truncated?: boolean; output?: JsonValue; durationMs?: number },
+  ): Promise<boolean> {
+    const bounded =
+      body.truncated === undefined
+        ? truncateText(body.text.trim(), context.limits.toolOutputChars)
+        : { text: body.text, truncated: body.truncated };
+    const draft: FactDraft = {
+      type: 'tool.settled',
+      id: toolFactId({ stepId: context.stepId, callId: call.callId, kind: 'settled' }),
+      callId: call.callId,
+      name: call.name,
+      outcome,
+      text: bounded.text,
+      truncated: bounded.truncated,
+    };
+    if (body.output !== undefined) draft.output = body.output;
+    if (body.durationMs !== undefined) draft.durationMs = body.durationMs;
+    return context.commit(draft);
+  }
+
+  async function decide(call: ToolCallRecord, context: SettleContext): Promise<void> {
+    // I5: only a call with a guard proof may go further.
+    if (call.proof === null) {
+      await settle(call, context, 'withheld', { text: withheldText(call) });
+      return;
+    }
+    const tool = lookup(call.name);
+    if (tool === undefined) {
+      await settle(call, context, 'invalid', { text: unknownToolText(call.name) });
+      return;
+    }
+    const validation = await validateToolInput({ name: call.name, tool, raw: call.input });
+    if (validation.status !== 'valid') {
+      await settle(call, context, validation.status, { text: validation.text });
+      return;
+    }
+    const { inputHash } = validation;
+    if (
+      isRepeatedFailure({ facts: context.facts, runId: context.runId, name: call.name, inputHash })
+    ) {
+      await settle(call, context, 'denied', {
+        text: `This exact call to "${call.name}" failed twice in a row, so it was not run a third time. Change your approach: different input, another tool, or ask the user.`,
+      });
+      return;
+    }
+    let permission: PermissionResult;
+    try {
+      permission = await evaluatePermission({
+        name: call.name,
+        tool,
+        input: copyOf(validation.value),
+        jsonInput: validation.json,
+        sessionId: context.sessionId,
+        policy,
+      });
+    } catch (error) {
+      await settle(call, context, 'error', {
+        text: `The permission check for this call failed (${cap(errorMessage(error))}); it was not run.`,
+      });
+      return;
+    }
+    const reason = permission.reason === undefined ? {} : { reason: permission.reason };
+    switch (permission.verdict) {
+      case 'allow':
+      case 'deny':
+        await context.commit({
+          type: 'tool.permission.decided',
+          id: toolFactId({ stepId: context.stepId, callId: call.callId, kind: 'decided' }),
+          callId: call.callId,
+          decision: permission.verdict,
+          inputHash,
+          by: 'policy',
+          ...reason,
+        });
+        return;
+      case 'ask':
+        await context.commit({
+          type: 'tool.permission.requested',
+          id: toolFactId({ stepId: context.stepId, callId: call.callId, kind: 'requested' }),
+          callId: call.callId,
+          name: call.name,
+          input: validation.json,
+          inputHash,
+          ...reason,
+        });
+        return;
+      default:
+        assertNever(permission.verdict, 'permission verdict');
+    }
+  }
+
+  async function runAllowed(
+    call: ToolCallRecord,
+    decision: DecidedPermission,
+    context: SettleContext,
+  ): Promise<void> {
+    if (call.proof === null) {
+      await settle(call, context, 'withheld', { text: withheldText(call) });
+      return;
+    }
+    const tool = lookup(call.name);
+    if (tool === undefined) {
+      await settle(call, context, 'invalid', { text: unknownToolText(call.name) });
+      return;
+    }
+    // I5: execute only the schema-derived value of the proved input the decision was bound to.
+    const validation = await validateToolInput({ name: call.name, tool, raw: call.input });
+    if (validation.status !== 'valid') {
+      await settle(call, context, validation.status, { text: validation.text });
+      return;
+    }
+    if (validation.inputHash !== decision.inputHash) {
+      await settle(call, context, 'error', {
+        text: `The input of this call changed after its permission was decided (decided for ${decision.inputHash}, now ${validation.inputHash}), so it was not run. Call the tool again if it is still needed.`,
+      });
+      return;
+    }
+    const notStarted = 'The run was stopped before this call started; it was not run.';
+    if (context.signal.aborted) {
+      await settle(call, context, 'cancelled', { text: notStarted });
+      return;
+    }
+    let release: () => void;
+    try {
+      release = await limiter.acquire({
+        key: `${context.sessionId}\u0000${context.runId}`,
+        limit: context.limits.toolConcurrency,
+        signal: context.signal,
+      });
+    } catch {
+      await settle(call, context, 'cancelled', { text: notStarted });
+      return;
+    }
+    try {
+      // I2: tool.started is durable before execute; a `false` means another settlement took
+      // this call or the run stopped, so nothing executes (I5: at most once).
+      const started = await context.commit({
+        type: 'tool.started',
+        id: toolFactId({ stepId: context.stepId, callId: call.callId, kind: 'started' }),
+        callId: call.callId,
+        name: call.name,
+        input: validation.json,
+        inputHash: validation.inputHash,
+      });
+      if (!started) return;
+      const startedAt = now();
+      const result = await executeTool({
+        tool,
+        input: copyOf(validation.value),
+        callId: call.callId,
+        sessionId: context.sessionId,
+        signal: context.signal,
+        stopGraceMs: context.limits.stopGraceMs,
+      });
+      const durationMs = Math.max(0, Math.round(now() - startedAt));
+      const secrets = secretsOf(tool, validation.value);
+      const failure = (error: unknown) => cap(redactSecrets(errorMessage(error), secrets));
+      switch (result.kind) {
+        case 'returned':
+          await settle(call, context, 'success', {
+            ...formatToolOutput({
+              value: result.value,
+              maxChars: context.limits.toolOutputChars,
+              secrets,
+            }),
+            durationMs,
+          });
+          return;
+        case 'threw':
+          if (result.afterStop) {
+            await settle(call, context, 'cancelled', {
+              text: `The run was stopped while this call was running; the tool ended with: ${failure(result.error)}. It may have partly run; inspect the current state before retrying.`,
+              durationMs,
+            });
+          } else {
+            await settle(call, context, 'error', {
+              text: `The tool failed: ${failure(result.error)}`,
+              durationMs,
+            });
+          }
+          return;
+        case 'timeout':
+          await settle(call, context, 'error', {
+            text: `The tool did not finish within its timeout of ${tool.timeoutMs} ms and was abandoned. It may have partly run; inspect the current state before retrying.`,
+            durationMs,
+          });
+          return;
+        case 'abandoned':
+          await settle(call, context, 'unknown', {
+            text: `The run was stopped while this call was running and the tool did not stop within ${context.limits.stopGraceMs} ms. Its outcome is unknown: it may or may not have run to completion. Inspect the current state before retrying.`,
+            durationMs,
+          });
+          return;
+        default:
+          assertNever(result, 'execution result');
+      }
+    } finally {
+      release();
+    }
+  }
+
+  return {
+    decide,
+
+    async run(call, decision, context) {
+      const by = decision.by === 'user' ? 'the user' : 'the permission policy';
+      const because = decision.reason === undefined ? '' : ` Reason: ${sentence(decision.reason)}`;
+      switch (decision.decision) {
+        case 'allow': {
+          const key = `${context.sessionId}\u0000${context.stepId}\u0000${call.callId}`;
+          if (running.has(key)) return;
+          running.add(key);
+          try {
+            await runAllowed(call, decision, context);
+          } finally {
+            running.delete(key);
+          }
+          return;
+        }
+        case 'deny':
+          await settle(call, context, 'denied', {
+            text: `This call was denied by ${by}; it was not run.${because} Do not repeat it unchanged.`,
+          });
+          return;
+        case 'report-unknown':
+          await settle(call, context, 'unknown', {
+            text: `The outcome of this call is unknown: it may or may not have run.${because} Inspect the current state before retrying.`,
+          });
+          return;
+        case 'abort': {
+          const startedId = toolFactId({
+            stepId: context.stepId,
+            callId: call.callId,
+            kind: 'started',
+          });
+          const started = context.facts.some((fact) => fact.id === startedId);
+          await settle(call, context, 'cancelled', {
+            text: started
+              ? `This call was aborted by ${by}. It had started, so it may have partly run; inspect the current state before retrying.${because}`
+              : `This call was aborted by ${by}; it was not run.${because}`,
+          });
+          return;
+        }
+        default:
+          assertNever(decision.decision, 'permission decision');
+      }
+    },
+
+    async abandon(call, outcome, reason, context) {
+      await settle(call, context, outcome, {
+        text:
+          outcome === 'cancelled'
+            ? `This call was cancelled; it was not run. ${sentence(reason)}`
+            : `The outcome of this call is unknown: it may or may not have run. ${sentence(reason)} Inspect the current state before retrying.`,
+      });
+    },
+  };
+}
+
+function withheldText(call: ToolCallRecord): string {
+  return (
+    call.withheld ??
+    'This call was not run: its arguments could not be proven complete. Call the tool again if it is still needed.'
+  );
+}
+
+function secretsOf(tool: Tool, input: unknown): string[] {
+  try {
+    const secrets: unknown = tool.secrets(copyOf(input));
+    return Array.isArray(secrets)
+      ? secrets.filter((secret): secret is string => typeof secret === 'string')
+      : [];
+  } catch {
+    return [];
+  }
+}
+
+/** A copy, so neither a permission function nor `execute` can change the recorded input. */
+function copyOf<TValue>(value: TValue): TValue {
+  try {
+    return structuredClone(value);
+  } catch {
+    // A transform produced something uncloneable (a function); hand it over as it is.
+    return value;
+  }
+}
+
+function cap(text: string): string {
+  return text.length <= maxErrorChars ? text : `${text.slice(0, maxErrorChars)}…`;
+}
+
+/** `reason` as a sentence: capitalized, ending with a period. */
+function sentence(reason: string): string {
+  const trimmed = reason.trim();
+  if (trimmed === '') return '';
+  const capitalized = `${trimmed[0]?.toUpperCase() ?? ''}${trimmed.slice(1)}`;
+  return /[.!?]$/.test(capitalized) ? capitalized : `${capitalized}.`;
+}
