@@ -1,0 +1,259 @@
+import type { LanguageModelV3, LanguageModelV4 } from '@ai-sdk/provider';
+import { stepCountIs, streamText, wrapLanguageModel } from 'ai';
+import type { ProviderFailure, RequestCapture } from '../events/facts.ts';
+import { hashJson } from '../events/json.ts';
+import { UnsupportedModelError } from './adapter-errors.ts';
+import { createEventQueue } from './event-queue.ts';
+import { resolveFinishReason } from './finish-reason.ts';
+import { toAiSdkMessages, toAiSdkTools } from './message-conversion.ts';
+import type {
+  ModelAdapter,
+  ModelStepCompletion,
+  ModelStepEvent,
+  ModelStepRequest,
+} from './model-adapter.ts';
+import { classifyProviderError, streamInterruptedFailure } from './provider-error.ts';
+import { createStreamRecorder, type StreamRecorder } from './stream-recorder.ts';
+
+/** An AI SDK language model object: specification v3 (ai@6 providers) or v4 (ai@7 providers). */
+export type AiSdkLanguageModel = LanguageModelV3 | LanguageModelV4;
+
+/** Options of {@link aiSdkAdapter}: fixed sampling settings and the clock for `Retry-After`. */
+export interface AiSdkAdapterOptions {
+  /** Sampling settings sent with every request (plain values; no SDK type). */
+  settings?: {
+    temperature?: number;
+    topP?: number;
+    topK?: number;
+    seed?: number;
+    stopSequences?: string[];
+    headers?: Record<string, string>;
+  };
+  /** Current time in ms since the epoch, used for `Retry-After` HTTP dates. */
+  now?: () => number;
+}
+
+/**
+ * A {@link ModelAdapter} over any AI SDK language model. Each `step()` makes exactly one
+ * provider request with `streamText` (schema-only tools, `maxRetries: 0`, one step: I4), watches
+ * the model's own stream parts with a fresh tool-call guard, and resolves one completion that
+ * never rejects.
+ *
+ * @example
+ * import { createOpenAI } from '@ai-sdk/openai';
+ * const adapter = aiSdkAdapter(createOpenAI()('gpt-5-mini'));
+ * const step = adapter.step({ messages: [{ role: 'user', content: 'Hi' }], tools: [], abortSignal });
+ * for await (const event of step.events) if (event.type === 'text.delta') process.stdout.write(event.text);
+ * const completion = await step.completion; // { type: 'step.completed', … } or { type: 'step.failed', … }
+ */
+export function aiSdkAdapter(
+  model: AiSdkLanguageModel,
+  options: AiSdkAdapterOptions = {},
+): ModelAdapter {
+  assertLanguageModel(model);
+  const provider = model.provider;
+  const modelId = model.modelId;
+
+  function capture(request: Omit<ModelStepRequest, 'abortSignal'>): RequestCapture {
+    const { abortSignal: _abortSignal, ...body } = request as ModelStepRequest;
+    return {
+      provider,
+      modelId,
+      messageCount: request.messages.length,
+      tools: request.tools.map((tool) => tool.name),
+      activeTools: request.activeTools === undefined ? undefined : [...request.activeTools],
+      inputHash: hashJson(body),
+    };
+  }
+
+  return {
+    provider,
+    modelId,
+    capture,
+    step(request) {
+      const events = createEventQueue<ModelStepEvent>();
+      return {
+        request: capture(request),
+        events,
+        completion: runStep({
+          model,
+          request,
+          events,
+          now: options.now,
+          settings: options.settings,
+        }),
+      };
+    },
+  };
+}
+
+async function runStep({
+  model,
+  request,
+  events,
+  now,
+  settings,
+}: {
+  model: AiSdkLanguageModel;
+  request: ModelStepRequest;
+  events: ReturnType<typeof createEventQueue<ModelStepEvent>>;
+  now: (() => number) | undefined;
+  settings: AiSdkAdapterOptions['settings'];
+}): Promise<ModelStepCompletion> {
+  const recorders: StreamRecorder[] = [];
+  const onAbort = () => {
+    for (const recorder of recorders) recorder.aborted();
+  };
+  request.abortSignal.addEventListener('abort', onAbort, { once: true });
+  // One recorder (and so one guard) per physical request: concurrent steps never share one.
+  const observedModel = wrapLanguageModel({
+    model,
+    middleware: {
+      specificationVersion: 'v4',
+      async wrapStream({ doStream }) {
+        const recorder = createStreamRecorder({ maxOutputTokens: request.maxOutputTokens });
+        recorders.push(recorder);
+        if (request.abortSignal.aborted) recorder.aborted();
+        try {
+          const result = await doStream();
+          return { ...result, stream: recorder.observe(result.stream) };
+        } catch (error) {
+          recorder.requestFailed(error);
+          throw error;
+        }
+      },
+    },
+  });
+
+  let sdkError: { error: unknown } | undefined;
+  try {
+    const toolNames = new Map<string, string>();
+    const result = streamText({
+      ...settings,
+      model: observedModel,
+      instructions: request.system,
+      messages: toAiSdkMessages(request.messages),
+      allowSystemInMessages: true,
+      tools: toAiSdkTools(request.tools),
+      activeTools: request.activeTools,
+      maxOutputTokens: request.maxOutputTokens,
+      providerOptions: request.providerOptions,
+      abortSignal: request.abortSignal,
+      maxRetries: 0,
+      stopWhen: stepCountIs(1),
+      // Errors are data here: they resolve the completion as `step.failed`, not a log line.
+      onError: () => {},
+    });
+    // `if` rather than a switch: only these SDK parts matter, and the union grows over versions.
+    for await (const part of result.fullStream) {
+      if (part.type === 'text-delta' && part.text.length > 0) {
+        events.push({ type: 'text.delta', text: part.text });
+      } else if (part.type === 'reasoning-delta' && part.text.length > 0) {
+        events.push({ type: 'reasoning.delta', text: part.text });
+      } else if (part.type === 'tool-input-start') {
+        toolNames.set(part.id, part.toolName);
+      } else if (part.type === 'tool-input-delta' && part.delta.length > 0) {
+        const name = toolNames.get(part.id) ?? '';
+        events.push({ type: 'tool.input.delta', callId: part.id, name, delta: part.delta });
+      } else if (part.type === 'error') {
+        sdkError ??= { error: part.error };
+      }
+    }
+  } catch (error) {
+    sdkError ??= { error };
+  } finally {
+    events.close();
+    request.abortSignal.removeEventListener('abort', onAbort);
+  }
+
+  try {
+    return complete({ recorders, sdkError, aborted: request.abortSignal, now });
+  } catch (error) {
+    return {
+      type: 'step.failed',
+      error: classifyProviderError(error, { observedOutput: false, aborted: false, now }),
+      observedOutput: recorders.some((recorder) => recorder.recorded.observedOutput),
+    };
+  }
+}
+
+/** Turns what the request showed into the payload of the fact the step ends with. */
+function complete({
+  recorders,
+  sdkError,
+  aborted,
+  now,
+}: {
+  recorders: StreamRecorder[];
+  sdkError: { error: unknown } | undefined;
+  aborted: AbortSignal;
+  now: (() => number) | undefined;
+}): ModelStepCompletion {
+  const recorded = recorders.at(-1)?.recorded;
+  const observedOutput = recorded?.observedOutput ?? false;
+  const failed = (error: ProviderFailure): ModelStepCompletion => ({
+    type: 'step.failed',
+    error,
+    observedOutput,
+  });
+
+  if (aborted.aborted) {
+    return failed(classifyProviderError(aborted.reason, { observedOutput, aborted: true, now }));
+  }
+  const failure = recorded?.failure ?? sdkError;
+  if (failure !== undefined) {
+    return failed(classifyProviderError(failure.error, { observedOutput, aborted: false, now }));
+  }
+  if (recorded === undefined) {
+    return failed(streamInterruptedFailure('The model was never called for this step.'));
+  }
+  const [finish] = recorded.finishes;
+  if (finish === undefined) {
+    return failed(streamInterruptedFailure('The provider stream ended without a finish.'));
+  }
+  const finishReason = resolveFinishReason(finish.finishReason);
+  if (finishReason.unified === 'error' || finishReason.unified === 'interrupted') {
+    const spelling =
+      finishReason.raw === undefined ? '' : ` (provider reason "${finishReason.raw}")`;
+    if (finishReason.raw?.toUpperCase() === 'MALFORMED_FUNCTION_CALL') {
+      return failed({
+        kind: 'malformed_tool_call',
+        retryable: false,
+        message: `The provider rejected the model's tool call as malformed${spelling}.`,
+      });
+    }
+    return failed(
+      streamInterruptedFailure(
+        `The provider stream ended with finish reason "${finishReason.unified}"${spelling}.`,
+      ),
+    );
+  }
+  return {
+    type: 'step.completed',
+    finishReason,
+    usage: finish.usage,
+    content: recorded.content(),
+    toolCalls: recorded.toolCalls(),
+    response: recorded.response,
+  };
+}
+
+function assertLanguageModel(model: unknown): asserts model is AiSdkLanguageModel {
+  const candidate = model as Partial<LanguageModelV4> | null;
+  const version =
+    typeof candidate === 'object' && candidate !== null
+      ? String(candidate.specificationVersion)
+      : undefined;
+  if (
+    (version === 'v3' || version === 'v4') &&
+    typeof candidate?.doStream === 'function' &&
+    typeof candidate.provider === 'string' &&
+    typeof candidate.modelId === 'string'
+  ) {
+    return;
+  }
+  throw new UnsupportedModelError({
+    message: `aiSdkAdapter: expected an AI SDK language model object with specificationVersion "v3" or "v4" (from an ai@6+ provider package such as @ai-sdk/openai), got ${typeof model === 'string' ? `the string "${model}"` : `specificationVersion ${JSON.stringify(version)}`}; pass the model object, e.g. openai('gpt-5-mini')`,
+    specificationVersion: version,
+  });
+}

@@ -1,0 +1,178 @@
+import {
+  type ModelMessage as AiSdkMessage,
+  type AssistantContent,
+  jsonSchema,
+  type ToolContent,
+  type ToolSet,
+} from 'ai';
+import { assertNever } from '../events/facts.ts';
+import type { JsonValue, ProviderOptions } from '../events/json.ts';
+import type {
+  AssistantPart,
+  ModelMessage,
+  ModelToolDefinition,
+  ToolResultPart,
+} from '../events/messages.ts';
+
+/**
+ * Converts turnlog messages to AI SDK messages. Every part keeps its provider options
+ * (reasoning signatures, OpenAI `itemId`/`reasoningEncryptedContent`, Gemini thought signatures),
+ * tool calls keep their ids, and a tool result is text (`error-text` when `isError`).
+ */
+export function toAiSdkMessages(messages: readonly ModelMessage[]): AiSdkMessage[] {
+  return messages.map((message): AiSdkMessage => {
+    switch (message.role) {
+      case 'system':
+        return { role: 'system', content: message.content };
+      case 'user':
+        return { role: 'user', content: message.content };
+      case 'assistant':
+        return { role: 'assistant', content: message.content.map(toAiSdkAssistantPart) };
+      case 'tool':
+        return { role: 'tool', content: message.content.map(toAiSdkToolResult) };
+      default:
+        return assertNever(message, 'message');
+    }
+  });
+}
+
+/**
+ * Converts AI SDK messages back to turnlog messages: the inverse of {@link toAiSdkMessages}
+ * for everything turnlog represents (text, reasoning, tool calls, text tool results). A part
+ * turnlog cannot represent (files, images, approvals, JSON tool output) is an error naming it.
+ */
+export function fromAiSdkMessages(messages: readonly AiSdkMessage[]): ModelMessage[] {
+  return messages.map((message): ModelMessage => {
+    switch (message.role) {
+      case 'system':
+        return { role: 'system', content: message.content };
+      case 'user':
+        return {
+          role: 'user',
+          content:
+            typeof message.content === 'string'
+              ? message.content
+              : message.content
+                  .map((part) => (part.type === 'text' ? part.text : unsupportedPart('user', part)))
+                  .join(''),
+        };
+      case 'assistant':
+        return { role: 'assistant', content: fromAiSdkAssistantContent(message.content) };
+      case 'tool':
+        return { role: 'tool', content: fromAiSdkToolContent(message.content) };
+      default:
+        return assertNever(message, 'message');
+    }
+  });
+}
+
+/** Tools as the AI SDK sees them: a description and a JSON Schema, never an `execute` (I4). */
+export function toAiSdkTools(tools: readonly ModelToolDefinition[]): ToolSet {
+  const toolSet: ToolSet = {};
+  for (const tool of tools) {
+    toolSet[tool.name] = {
+      description: tool.description,
+      inputSchema: jsonSchema(tool.inputSchema),
+    };
+  }
+  return toolSet;
+}
+
+/**
+ * Provider metadata from a stream part as turnlog provider options: a plain-JSON copy
+ * (`undefined` entries dropped), or `undefined` when there is none.
+ */
+export function toProviderOptions(metadata: unknown): ProviderOptions | undefined {
+  if (typeof metadata !== 'object' || metadata === null) return undefined;
+  let copy: unknown;
+  try {
+    copy = JSON.parse(JSON.stringify(metadata));
+  } catch {
+    return undefined;
+  }
+  if (typeof copy !== 'object' || copy === null || Object.keys(copy).length === 0) return undefined;
+  return copy as ProviderOptions;
+}
+
+function toAiSdkAssistantPart(part: AssistantPart): Exclude<AssistantContent, string>[number] {
+  switch (part.type) {
+    case 'text':
+      return withOptions({ type: 'text', text: part.text }, part.providerOptions);
+    case 'reasoning':
+      return withOptions({ type: 'reasoning', text: part.text }, part.providerOptions);
+    case 'tool-call':
+      return withOptions(
+        { type: 'tool-call', toolCallId: part.callId, toolName: part.name, input: part.input },
+        part.providerOptions,
+      );
+    default:
+      return assertNever(part, 'assistant part');
+  }
+}
+
+function toAiSdkToolResult(part: ToolResultPart): ToolContent[number] {
+  return {
+    type: 'tool-result',
+    toolCallId: part.callId,
+    toolName: part.name,
+    output: part.isError
+      ? { type: 'error-text', value: part.text }
+      : { type: 'text', value: part.text },
+  };
+}
+
+function fromAiSdkAssistantContent(content: AssistantContent): AssistantPart[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  return content.map((part): AssistantPart => {
+    switch (part.type) {
+      case 'text':
+        return withOptions({ type: 'text', text: part.text }, part.providerOptions);
+      case 'reasoning':
+        return withOptions({ type: 'reasoning', text: part.text }, part.providerOptions);
+      case 'tool-call':
+        return withOptions(
+          {
+            type: 'tool-call',
+            callId: part.toolCallId,
+            name: part.toolName,
+            input: part.input as JsonValue,
+          },
+          part.providerOptions,
+        );
+      default:
+        return unsupportedPart('assistant', part);
+    }
+  });
+}
+
+function fromAiSdkToolContent(content: ToolContent): ToolResultPart[] {
+  return content.map((part) => {
+    if (part.type !== 'tool-result') return unsupportedPart('tool', part);
+    const { output } = part;
+    if (output.type !== 'text' && output.type !== 'error-text') {
+      return unsupportedPart('tool', { type: `tool-result output ${output.type}` });
+    }
+    return {
+      type: 'tool-result',
+      callId: part.toolCallId,
+      name: part.toolName,
+      text: output.value,
+      isError: output.type === 'error-text',
+    };
+  });
+}
+
+function withOptions<TPart extends object>(
+  part: TPart,
+  providerOptions: Record<string, unknown> | undefined,
+): TPart & { providerOptions?: ProviderOptions } {
+  return providerOptions === undefined
+    ? part
+    : { ...part, providerOptions: providerOptions as ProviderOptions };
+}
+
+function unsupportedPart(role: string, part: { type: string }): never {
+  throw new Error(
+    `fromAiSdkMessages: a ${role} message has a "${part.type}" part, which turnlog messages cannot represent; keep such messages out of turnlog history`,
+  );
+}
