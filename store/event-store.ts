@@ -131,3 +131,41 @@ export class StoreClosedError extends TurnlogError {
     this.name = 'StoreClosedError';
   }
 }
+
+/**
+ * A store call with input it cannot accept: a fact that is not plain JSON or lacks its
+ * envelope, a fact of another session, a bad option. Nothing of that call was stored (I11).
+ */
+export class StoreInputError extends TurnlogError {
+  static isInstance = isTurnlogErrorNamed<StoreInputError>('StoreInputError');
+  readonly sessionId: string | undefined;
+  /** Position of the offending fact in the `append` call, when a fact was the problem. */
+  readonly factIndex: number | undefined;
+
+  constructor(
+    options: TurnlogErrorOptions & { sessionId: string | undefined; factIndex?: number },
+  ) {
+    super(options);
+    this.name = 'StoreInputError';
+    this.sessionId = options.sessionId;
+    this.factIndex = options.factIndex;
+  }
+}
+
+/**
+ * A durable write of the store failed (disk full, permissions, I/O error). The appends waiting
+ * on it were not acknowledged: each may or may not be stored. Read the session and retry with
+ * the same fact ids (a repeat is a no-op).
+ */
+export class StoreWriteError extends TurnlogError {
+  static isInstance = isTurnlogErrorNamed<StoreWriteError>('StoreWriteError');
+  readonly sessionId: string;
+  readonly file: string | undefined;
+
+  constructor(options: TurnlogErrorOptions & { sessionId: string; file: string | undefined }) {
+    super(options);
+    this.name = 'StoreWriteError';
+    this.sessionId = options.sessionId;
+    this.file = options.file;
+  }
+}

@@ -1,0 +1,215 @@
+import { type Fact, factTypes, isFact, type NewFact } from '../events/facts.ts';
+import {
+  type AppendOptions,
+  ConcurrencyError,
+  type OpenRun,
+  RunSealedError,
+  StoreInputError,
+} from './event-store.ts';
+import { cloneJson, copyPlainJson } from './plain-json.ts';
+
+/**
+ * One session's log in memory and the rules every store shares: `seq` assignment, optimistic
+ * concurrency, idempotence on fact ids, sealed runs and input validation. A store keeps one
+ * `SessionLog` per loaded session and adds only persistence around it.
+ *
+ * @example
+ * const log = new SessionLog({ sessionId: 's1', storeName: 'memoryStore' });
+ * const appended = log.append([fact], { expectedSeq: 0 }); // appended[0].seq === 1
+ */
+export class SessionLog {
+  readonly sessionId: string;
+  readonly #storeName: string;
+  readonly #facts: Fact[] = [];
+  readonly #ids = new Set<string>();
+  readonly #endedRuns = new Set<string>();
+  readonly #openRuns = new Map<string, OpenRun>();
+
+  constructor(options: { sessionId: string; storeName: string }) {
+    this.sessionId = options.sessionId;
+    this.#storeName = options.storeName;
+  }
+
+  /** The `seq` of the last fact (0 for an empty session). */
+  get lastSeq(): number {
+    return this.#facts.length;
+  }
+
+  /**
+   * Adds a fact that was already stored (a seed or a loaded segment), without the append rules:
+   * history is taken as it is. The caller checked it with `storedFactProblem` first.
+   */
+  restore(fact: Fact): void {
+    this.#track(fact);
+  }
+
+  /**
+   * Validates and appends `facts`, all or nothing, and returns the facts it stored (the log's own
+   * objects: copy them before handing them out). Known ids are skipped; when every fact is known
+   * the append succeeds whatever `expectedSeq` says (the caller is retrying an append whose answer
+   * it lost).
+   */
+  append(facts: readonly NewFact[], options: AppendOptions = {}): Fact[] {
+    const candidates = this.#validate(facts, options);
+    const batchIds = new Set<string>();
+    const fresh = candidates.filter((fact) => {
+      if (this.#ids.has(fact.id) || batchIds.has(fact.id)) return false;
+      batchIds.add(fact.id);
+      return true;
+    });
+    if (fresh.length === 0) return [];
+    const { expectedSeq } = options;
+    if (expectedSeq !== undefined && expectedSeq !== this.lastSeq) {
+      throw new ConcurrencyError({
+        message: `${this.#storeName}.append('${this.sessionId}'): expected the last seq to be ${expectedSeq} but it is ${this.lastSeq}; read the facts after seq ${expectedSeq}, decide again, and append with expectedSeq ${this.lastSeq}`,
+        sessionId: this.sessionId,
+        expectedSeq,
+        actualSeq: this.lastSeq,
+      });
+    }
+    const endedInBatch = new Set<string>();
+    for (const fact of fresh) {
+      // I7: nothing new joins a run after its run.ended, not even later in the same append.
+      if (this.#endedRuns.has(fact.runId) || endedInBatch.has(fact.runId)) {
+        throw new RunSealedError({
+          message: `${this.#storeName}.append('${this.sessionId}'): run ${fact.runId} already ended, so fact ${fact.id} (${fact.type}) cannot join it; start a new run for new work`,
+          sessionId: this.sessionId,
+          runId: fact.runId,
+        });
+      }
+      if (fact.type === 'run.ended') endedInBatch.add(fact.runId);
+    }
+    const appended = fresh.map((fact, index) => withSeq(fact, this.lastSeq + index + 1));
+    for (const fact of appended) this.#track(fact);
+    return appended;
+  }
+
+  /** Copies of the facts with `fromSeq <= seq <= throughSeq`, in `seq` order. */
+  read(fromSeq = 1, throughSeq = this.lastSeq): Fact[] {
+    return this.#facts.slice(Math.max(fromSeq, 1) - 1, throughSeq).map(cloneJson);
+  }
+
+  /** The log's own facts with `fromSeq <= seq <= throughSeq` (not copies: do not hand out). */
+  slice(fromSeq: number, throughSeq: number): Fact[] {
+    return this.#facts.slice(fromSeq - 1, throughSeq);
+  }
+
+  /** Runs with `run.started` and no `run.ended`, in the order they started. */
+  openRuns(): OpenRun[] {
+    return [...this.#openRuns.values()].map((run) => ({ ...run }));
+  }
+
+  #track(fact: Fact): void {
+    this.#facts.push(fact);
+    this.#ids.add(fact.id);
+    if (fact.type === 'run.ended') this.#endedRuns.add(fact.runId);
+    trackOpenRun(this.#openRuns, fact);
+  }
+
+  #validate(facts: readonly NewFact[], options: AppendOptions): NewFact[] {
+    const where = `${this.#storeName}.append('${this.sessionId}')`;
+    const { expectedSeq } = options;
+    if (expectedSeq !== undefined && !(Number.isInteger(expectedSeq) && expectedSeq >= 0)) {
+      throw new StoreInputError({
+        message: `${where}: expectedSeq must be a whole number >= 0 (the last seq you saw, 0 for an empty session), got ${String(expectedSeq)}`,
+        sessionId: this.sessionId,
+      });
+    }
+    if (!Array.isArray(facts)) {
+      throw new StoreInputError({
+        message: `${where}: facts must be an array of facts, got ${typeof facts}`,
+        sessionId: this.sessionId,
+      });
+    }
+    return facts.map((fact, index) => {
+      const copy = copyPlainJson(fact);
+      const problem = copy.ok
+        ? newFactProblem(copy.value, this.sessionId)
+        : `${copy.path.replace(/^\$/, 'the fact')} ${copy.problem}`;
+      if (problem === undefined) return copy.ok ? (copy.value as unknown as NewFact) : fact;
+      const id = typeof (fact as { id?: unknown })?.id === 'string' ? ` (id ${fact.id})` : '';
+      throw new StoreInputError({
+        message: `${where}: fact ${index}${id} was not stored: ${problem}; nothing of this append was stored`,
+        sessionId: this.sessionId,
+        factIndex: index,
+      });
+    });
+  }
+}
+
+/** Updates a map of open runs (by `runId`) with one fact, in `seq` order. */
+export function trackOpenRun(openRuns: Map<string, OpenRun>, fact: Fact): void {
+  if (fact.type === 'run.started') {
+    openRuns.set(fact.runId, { sessionId: fact.sessionId, turnId: fact.turnId, runId: fact.runId });
+  } else if (fact.type === 'run.ended') {
+    openRuns.delete(fact.runId);
+  }
+}
+
+/**
+ * What is wrong with a fact read back from storage as the `seq`-th fact of `sessionId`, or
+ * `undefined` when it is a well-formed stored fact in its place.
+ */
+export function storedFactProblem(
+  fact: unknown,
+  options: { sessionId: string; seq: number },
+): string | undefined {
+  if (!isFact(fact)) return `the entry for seq ${options.seq} is not a fact`;
+  if (fact.seq !== options.seq) {
+    return `seq ${fact.seq} (fact ${fact.id}) is where seq ${options.seq} belongs: the log has a gap or is out of order`;
+  }
+  if (fact.sessionId !== options.sessionId) {
+    return `fact ${fact.id} belongs to session ${fact.sessionId}, not ${options.sessionId}`;
+  }
+  return undefined;
+}
+
+/** Checks a session id given to a store: a non-empty string. */
+export function checkSessionId(sessionId: unknown, where: string): asserts sessionId is string {
+  if (typeof sessionId !== 'string' || sessionId.length === 0) {
+    throw new StoreInputError({
+      message: `${where}: the session id must be a non-empty string, got ${JSON.stringify(sessionId) ?? String(sessionId)}`,
+      sessionId: undefined,
+    });
+  }
+}
+
+/** Checks `read`'s `fromSeq`: absent, or a whole number (values below 1 read from the start). */
+export function checkFromSeq(fromSeq: unknown, where: string): void {
+  if (fromSeq !== undefined && !Number.isInteger(fromSeq)) {
+    throw new StoreInputError({
+      message: `${where}: fromSeq must be a whole number, got ${String(fromSeq)}`,
+      sessionId: undefined,
+    });
+  }
+}
+
+function newFactProblem(value: unknown, sessionId: string): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return 'it is not an object';
+  }
+  const fact = value as Record<string, unknown>;
+  for (const key of ['id', 'turnId', 'runId'] as const) {
+    if (typeof fact[key] !== 'string' || fact[key] === '') {
+      return `its ${key} must be a non-empty string`;
+    }
+  }
+  if (!(factTypes as readonly unknown[]).includes(fact.type)) {
+    return `its type ${JSON.stringify(fact.type)} is not a known fact type`;
+  }
+  if (fact.sessionId !== sessionId) {
+    return `its sessionId ${JSON.stringify(fact.sessionId)} is not the session it is appended to`;
+  }
+  if (typeof fact.at !== 'string') return 'its at must be an ISO 8601 string';
+  if (fact.state !== undefined && typeof fact.state !== 'string') {
+    return 'its state must be a string when present';
+  }
+  if ('seq' in fact) return 'it carries a seq, which only the store assigns';
+  return undefined;
+}
+
+function withSeq(fact: NewFact, seq: number): Fact {
+  // Envelope order `id, seq, …` keeps stored JSON readable; the rest keeps the caller's order.
+  const { id, ...rest } = fact;
+  return { id, seq, ...rest } as Fact;
+}

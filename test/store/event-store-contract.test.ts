@@ -1,0 +1,503 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Fact, NewFact } from '../../events/facts.ts';
+import {
+  ConcurrencyError,
+  type EventStore,
+  RunSealedError,
+  StoreClosedError,
+  StoreInputError,
+} from '../../store/event-store.ts';
+import type { ListenerErrorHandler } from '../../store/fact-listeners.ts';
+import { lowdbStore } from '../../store/lowdb-store.ts';
+import { memoryStore } from '../../store/memory-store.ts';
+import { storeFacts } from './store-facts.ts';
+
+interface StoreOptions {
+  onListenerError?: ListenerErrorHandler;
+}
+
+/** One store under test, and how to "reopen" it (a new store over what the old one kept). */
+interface Harness {
+  open(options?: StoreOptions): EventStore;
+  reopen(store: EventStore): Promise<EventStore>;
+  cleanup(): Promise<void>;
+}
+
+async function readEverything(store: EventStore): Promise<Fact[]> {
+  const sessions = await store.sessions();
+  const all = await Promise.all(sessions.map((sessionId) => store.read(sessionId)));
+  return all.flat();
+}
+
+const harnesses: { name: string; create: () => Promise<Harness> }[] = [
+  {
+    name: 'memoryStore',
+    create: async () => ({
+      open: (options) => memoryStore(options),
+      reopen: async (store) => {
+        const facts = await readEverything(store);
+        await store.close();
+        return memoryStore({ facts });
+      },
+      cleanup: async () => {},
+    }),
+  },
+  {
+    name: 'lowdbStore',
+    create: async () => {
+      const dir = await mkdtemp(path.join(tmpdir(), 'turnlog-contract-'));
+      return {
+        open: (options) => lowdbStore({ dir, ...options }),
+        reopen: async (store) => {
+          await store.close();
+          return lowdbStore({ dir });
+        },
+        cleanup: () => rm(dir, { recursive: true, force: true }),
+      };
+    },
+  },
+];
+
+describe.each(harnesses)('$name (EventStore contract)', ({ create }) => {
+  let harness: Harness;
+  let store: EventStore;
+  const a = storeFacts('session_a');
+  const b = storeFacts('session_b');
+
+  beforeEach(async () => {
+    harness = await create();
+    store = harness.open();
+  });
+
+  afterEach(async () => {
+    await store.close();
+    await harness.cleanup();
+  });
+
+  describe('seq', () => {
+    it('assigns seq 1, 2, 3 in append order and reports the last seq', async () => {
+      const first = await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+      const second = await store.append('session_a', [
+        a.steering('f2', 'run_1'),
+        a.steering('f3', 'run_1'),
+      ]);
+      expect(first.appended.map((fact) => [fact.id, fact.seq])).toEqual([['f1', 1]]);
+      expect(first.lastSeq).toBe(1);
+      expect(second.appended.map((fact) => [fact.id, fact.seq])).toEqual([
+        ['f2', 2],
+        ['f3', 3],
+      ]);
+      expect(second.lastSeq).toBe(3);
+      const read = await store.read('session_a');
+      expect(read.map((fact) => fact.seq)).toEqual([1, 2, 3]);
+      expect(read[1]).toEqual({ ...a.steering('f2', 'run_1'), seq: 2 });
+    });
+
+    it('counts seq per session', async () => {
+      await store.append('session_a', [a.runStarted('fa1', 'run_a'), a.steering('fa2', 'run_a')]);
+      const result = await store.append('session_b', [b.runStarted('fb1', 'run_b')]);
+      expect(result.appended[0]?.seq).toBe(1);
+      expect((await store.read('session_b')).map((fact) => fact.id)).toEqual(['fb1']);
+    });
+
+    it('reads from fromSeq on, and an unknown session as empty', async () => {
+      await store.append('session_a', [
+        a.runStarted('f1', 'run_1'),
+        a.steering('f2', 'run_1'),
+        a.steering('f3', 'run_1'),
+      ]);
+      expect((await store.read('session_a', { fromSeq: 2 })).map((fact) => fact.id)).toEqual([
+        'f2',
+        'f3',
+      ]);
+      expect(await store.read('session_a', { fromSeq: 4 })).toEqual([]);
+      expect(await store.read('nobody')).toEqual([]);
+    });
+
+    it('appends concurrent calls to one session in call order', async () => {
+      const results = await Promise.all(
+        ['f1', 'f2', 'f3', 'f4'].map((id) => store.append('session_a', [a.steering(id, 'run_1')])),
+      );
+      expect(results.map((result) => result.appended[0]?.seq)).toEqual([1, 2, 3, 4]);
+      expect((await store.read('session_a')).map((fact) => fact.id)).toEqual([
+        'f1',
+        'f2',
+        'f3',
+        'f4',
+      ]);
+    });
+  });
+
+  describe('expectedSeq', () => {
+    it('appends when expectedSeq is the last seq (0 for an empty session)', async () => {
+      await store.append('session_a', [a.runStarted('f1', 'run_1')], { expectedSeq: 0 });
+      const result = await store.append('session_a', [a.steering('f2', 'run_1')], {
+        expectedSeq: 1,
+      });
+      expect(result.lastSeq).toBe(2);
+    });
+
+    it('rejects a stale expectedSeq with ConcurrencyError and stores nothing', async () => {
+      await store.append('session_a', [a.runStarted('f1', 'run_1'), a.steering('f2', 'run_1')]);
+      const error = await store
+        .append('session_a', [a.steering('f3', 'run_1')], { expectedSeq: 1 })
+        .catch((caught: unknown) => caught);
+      expect(ConcurrencyError.isInstance(error)).toBe(true);
+      expect(error).toMatchObject({ sessionId: 'session_a', expectedSeq: 1, actualSeq: 2 });
+      expect((await store.read('session_a')).map((fact) => fact.id)).toEqual(['f1', 'f2']);
+    });
+
+    it('rejects expectedSeq 1 on an empty session', async () => {
+      await expect(
+        store.append('session_a', [a.runStarted('f1', 'run_1')], { expectedSeq: 1 }),
+      ).rejects.toMatchObject({ name: 'ConcurrencyError', expectedSeq: 1, actualSeq: 0 });
+      expect(await store.sessions()).toEqual([]);
+    });
+
+    it('lets exactly one of two racing appends with the same expectedSeq win', async () => {
+      const outcomes = await Promise.allSettled([
+        store.append('session_a', [a.steering('f1', 'run_1')], { expectedSeq: 0 }),
+        store.append('session_a', [a.steering('f2', 'run_1')], { expectedSeq: 0 }),
+      ]);
+      expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected']);
+      expect((await store.read('session_a')).map((fact) => fact.id)).toEqual(['f1']);
+    });
+  });
+
+  describe('idempotence', () => {
+    it('skips a fact whose id is known: not stored twice, not in appended', async () => {
+      await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+      const repeat = await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+      expect(repeat).toEqual({ appended: [], lastSeq: 1 });
+      const mixed = await store.append('session_a', [
+        a.runStarted('f1', 'run_1'),
+        a.steering('f2', 'run_1'),
+      ]);
+      expect(mixed.appended.map((fact) => [fact.id, fact.seq])).toEqual([['f2', 2]]);
+      expect((await store.read('session_a')).map((fact) => fact.id)).toEqual(['f1', 'f2']);
+    });
+
+    it('accepts a repeat of only known facts whatever expectedSeq says (a lost answer retried)', async () => {
+      await store.append('session_a', [a.runStarted('f1', 'run_1')], { expectedSeq: 0 });
+      await store.append('session_a', [a.steering('f2', 'run_1')], { expectedSeq: 1 });
+      const retry = await store.append('session_a', [a.runStarted('f1', 'run_1')], {
+        expectedSeq: 0,
+      });
+      expect(retry).toEqual({ appended: [], lastSeq: 2 });
+    });
+
+    it('still checks expectedSeq when a repeat brings a new fact', async () => {
+      await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+      await store.append('session_a', [a.steering('f2', 'run_1')]);
+      await expect(
+        store.append('session_a', [a.runStarted('f1', 'run_1'), a.steering('f3', 'run_1')], {
+          expectedSeq: 1,
+        }),
+      ).rejects.toMatchObject({ name: 'ConcurrencyError', actualSeq: 2 });
+    });
+
+    it('stores an id repeated inside one append once', async () => {
+      const result = await store.append('session_a', [
+        a.steering('f1', 'run_1'),
+        a.steering('f1', 'run_1'),
+      ]);
+      expect(result.appended.map((fact) => fact.id)).toEqual(['f1']);
+      expect(result.lastSeq).toBe(1);
+    });
+  });
+
+  describe('sealed runs', () => {
+    beforeEach(async () => {
+      await store.append('session_a', [a.runStarted('f1', 'run_1'), a.runEnded('f2', 'run_1')]);
+    });
+
+    it('rejects a new fact of an ended run with RunSealedError and stores nothing', async () => {
+      const error = await store
+        .append('session_a', [a.runStarted('f3', 'run_2'), a.steering('f4', 'run_1')])
+        .catch((caught: unknown) => caught);
+      expect(RunSealedError.isInstance(error)).toBe(true);
+      expect(error).toMatchObject({ sessionId: 'session_a', runId: 'run_1' });
+      expect((await store.read('session_a')).map((fact) => fact.id)).toEqual(['f1', 'f2']);
+    });
+
+    it('treats an exact-id repeat of the ended run as a no-op', async () => {
+      const repeat = await store.append('session_a', [
+        a.runStarted('f1', 'run_1'),
+        a.runEnded('f2', 'run_1'),
+      ]);
+      expect(repeat).toEqual({ appended: [], lastSeq: 2 });
+    });
+
+    it('seals a run ended earlier in the same append', async () => {
+      await expect(
+        store.append('session_a', [
+          a.runStarted('f3', 'run_2'),
+          a.runEnded('f4', 'run_2'),
+          a.steering('f5', 'run_2'),
+        ]),
+      ).rejects.toMatchObject({ name: 'RunSealedError', runId: 'run_2' });
+      expect((await store.read('session_a')).map((fact) => fact.id)).toEqual(['f1', 'f2']);
+    });
+
+    it('lets other runs of the session go on', async () => {
+      const result = await store.append('session_a', [a.runStarted('f3', 'run_2')]);
+      expect(result.appended.map((fact) => fact.seq)).toEqual([3]);
+    });
+  });
+
+  describe('subscribe', () => {
+    it('delivers facts appended after subscribing, in seq order, once each, per session', async () => {
+      await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+      const seen: string[] = [];
+      store.subscribe('session_a', (fact) => seen.push(`${fact.id}@${fact.seq}`));
+      await Promise.all([
+        store.append('session_a', [a.steering('f2', 'run_1'), a.steering('f3', 'run_1')]),
+        store.append('session_a', [a.steering('f4', 'run_1')]),
+        store.append('session_b', [b.runStarted('g1', 'run_b')]),
+      ]);
+      await store.append('session_a', [a.steering('f2', 'run_1')]);
+      expect(seen).toEqual(['f2@2', 'f3@3', 'f4@4']);
+    });
+
+    it('stops delivering after unsubscribe', async () => {
+      const seen: string[] = [];
+      const unsubscribe = store.subscribe('session_a', (fact) => seen.push(fact.id));
+      await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+      unsubscribe();
+      await store.append('session_a', [a.steering('f2', 'run_1')]);
+      expect(seen).toEqual(['f1']);
+    });
+
+    it('keeps the store and the other listeners working when a listener throws', async () => {
+      const reported: [string, string][] = [];
+      await store.close();
+      store = harness.open({
+        onListenerError: (error, fact) => reported.push([(error as Error).message, fact.id]),
+      });
+      const seen: string[] = [];
+      store.subscribe('session_a', () => {
+        throw new Error('listener broke');
+      });
+      store.subscribe('session_a', (fact) => seen.push(fact.id));
+      await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+      await store.append('session_a', [a.steering('f2', 'run_1')]);
+      expect(seen).toEqual(['f1', 'f2']);
+      expect(reported).toEqual([
+        ['listener broke', 'f1'],
+        ['listener broke', 'f2'],
+      ]);
+      expect((await store.read('session_a')).length).toBe(2);
+    });
+
+    it('keeps seq order for every listener when a listener appends from its callback', async () => {
+      const first: number[] = [];
+      const second: number[] = [];
+      store.subscribe('session_a', (fact) => {
+        first.push(fact.seq);
+        if (fact.id === 'f1') void store.append('session_a', [a.steering('f2', 'run_1')]);
+      });
+      const appendedTwo = new Promise<void>((resolve) => {
+        store.subscribe('session_a', (fact) => {
+          second.push(fact.seq);
+          if (fact.seq === 2) resolve();
+        });
+      });
+      await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+      await appendedTwo;
+      expect(first).toEqual([1, 2]);
+      expect(second).toEqual([1, 2]);
+    });
+  });
+
+  describe('openRuns and sessions', () => {
+    it('lists runs started and not ended, across sessions, by session then start order', async () => {
+      await store.append('session_b', [b.runStarted('g1', 'run_b1')]);
+      await store.append('session_a', [
+        a.runStarted('f1', 'run_a1'),
+        a.runStarted('f2', 'run_a2'),
+        a.runEnded('f3', 'run_a1'),
+        a.runStarted('f4', 'run_a3'),
+      ]);
+      expect(await store.openRuns()).toEqual([
+        { sessionId: 'session_a', turnId: 'turn_1', runId: 'run_a2' },
+        { sessionId: 'session_a', turnId: 'turn_1', runId: 'run_a3' },
+        { sessionId: 'session_b', turnId: 'turn_1', runId: 'run_b1' },
+      ]);
+    });
+
+    it('lists every session with a fact, and none for a rejected first append', async () => {
+      await store.append('session_b', [b.runStarted('g1', 'run_b')]);
+      await store.append('session_a', [a.runStarted('f1', 'run_a')]);
+      await store.append('session_c', [a.runStarted('h1', 'run_c')]).catch(() => {});
+      await store
+        .append('session_d', [storeFacts('session_d').runStarted('d1', 'r')], { expectedSeq: 3 })
+        .catch(() => {});
+      expect(await store.sessions()).toEqual(['session_a', 'session_b']);
+    });
+  });
+
+  describe('partial snapshot slot', () => {
+    const partial = {
+      runId: 'run_1',
+      stepId: 'step_1',
+      attempt: 1,
+      text: 'Hel',
+      reasoning: '',
+      truncated: false,
+    };
+
+    it('keeps one overwritten slot per session until cleared', async () => {
+      expect(await store.loadPartial('session_a')).toBeUndefined();
+      await store.savePartial('session_a', partial);
+      await store.savePartial('session_a', { ...partial, text: 'Hello' });
+      await store.savePartial('session_b', { ...partial, text: 'other' });
+      expect(await store.loadPartial('session_a')).toEqual({ ...partial, text: 'Hello' });
+      await store.clearPartial('session_a');
+      expect(await store.loadPartial('session_a')).toBeUndefined();
+      expect((await store.loadPartial('session_b'))?.text).toBe('other');
+      await store.clearPartial('session_a');
+    });
+
+    it('cuts text and reasoning to 16 KiB each and sets truncated', async () => {
+      await store.savePartial('session_a', {
+        ...partial,
+        text: 'x'.repeat(20_000),
+        reasoning: 'r'.repeat(10),
+      });
+      const loaded = await store.loadPartial('session_a');
+      expect(loaded?.text).toBe('x'.repeat(16_384));
+      expect(loaded?.reasoning).toBe('r'.repeat(10));
+      expect(loaded?.truncated).toBe(true);
+    });
+
+    it('does not make a session appear', async () => {
+      await store.savePartial('session_a', partial);
+      expect(await store.sessions()).toEqual([]);
+    });
+
+    it('rejects a malformed partial snapshot', async () => {
+      await expect(
+        store.savePartial('session_a', { ...partial, attempt: 'one' } as never),
+      ).rejects.toMatchObject({ name: 'StoreInputError' });
+    });
+  });
+
+  describe('input validation (I11)', () => {
+    const cases: [string, (fact: NewFact) => unknown, RegExp][] = [
+      [
+        'another session',
+        (fact) => ({ ...fact, sessionId: 'session_b' }),
+        /sessionId "session_b" is not the session/,
+      ],
+      [
+        'a Date',
+        (fact) => ({ ...fact, input: { text: new Date(0) } }),
+        /the fact\.input\.text is a Date/,
+      ],
+      [
+        'a function',
+        (fact) => ({ ...fact, runtimeVersion: () => 'x' }),
+        /runtimeVersion is a function/,
+      ],
+      ['NaN', (fact) => ({ ...fact, limits: { maxSteps: Number.NaN } }), /maxSteps is NaN/],
+      [
+        'an undefined array item',
+        (fact) => ({ ...fact, tags: [1, undefined] }),
+        /tags\[1\] is undefined/,
+      ],
+      ['no id', (fact) => ({ ...fact, id: '' }), /id must be a non-empty string/],
+      [
+        'an unknown type',
+        (fact) => ({ ...fact, type: 'run.exploded' }),
+        /type "run.exploded" is not a known fact type/,
+      ],
+      ['a seq of its own', (fact) => ({ ...fact, seq: 7 }), /carries a seq/],
+      ['not an object', () => 'run.started', /is not an object/],
+    ];
+
+    it.each(cases)(
+      'rejects a fact with %s, naming it, and stores nothing',
+      async (_name, spoil, message) => {
+        await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+        const bad = spoil(a.steering('f3', 'run_1')) as NewFact;
+        const error = await store
+          .append('session_a', [a.steering('f2', 'run_1'), bad])
+          .catch((caught: unknown) => caught);
+        expect(StoreInputError.isInstance(error)).toBe(true);
+        expect(error).toMatchObject({ sessionId: 'session_a', factIndex: 1 });
+        expect((error as Error).message).toMatch(message);
+        expect((await store.read('session_a')).map((fact) => fact.id)).toEqual(['f1']);
+      },
+    );
+
+    it('drops an undefined property, as JSON does', async () => {
+      const { appended } = await store.append('session_a', [
+        { ...a.steering('f1', 'run_1'), state: undefined },
+      ]);
+      expect(Object.keys(appended[0] ?? {})).not.toContain('state');
+      expect(Object.keys((await store.read('session_a'))[0] ?? {})).not.toContain('state');
+    });
+
+    it('rejects a bad expectedSeq, fromSeq or session id', async () => {
+      await expect(store.append('session_a', [], { expectedSeq: -1 })).rejects.toMatchObject({
+        name: 'StoreInputError',
+      });
+      await expect(store.read('session_a', { fromSeq: 1.5 })).rejects.toMatchObject({
+        name: 'StoreInputError',
+      });
+      await expect(store.append('', [])).rejects.toMatchObject({ name: 'StoreInputError' });
+    });
+  });
+
+  describe('copies', () => {
+    it('hands out copies: mutating results, reads, listener facts or the input changes nothing', async () => {
+      const input = a.runStarted('f1', 'run_1');
+      store.subscribe('session_a', (fact) => {
+        (fact as { runId: string }).runId = 'listener';
+      });
+      const { appended } = await store.append('session_a', [input]);
+      (input as { runId: string }).runId = 'input';
+      (appended[0] as { runId: string }).runId = 'result';
+      const read = await store.read('session_a');
+      (read[0] as { input: { text: string } }).input.text = 'read';
+      expect(await store.read('session_a')).toEqual([{ ...a.runStarted('f1', 'run_1'), seq: 1 }]);
+    });
+  });
+
+  describe('reopen and close', () => {
+    it('returns the same facts byte for byte, open runs and sessions after a reopen', async () => {
+      const odd = 'Ünïcödé / ../ \\ :*? CON .';
+      await store.append('session_a', [
+        a.runStarted('f1', 'run_1', 'x'.repeat(3_000)),
+        { ...a.steering('f2', 'run_1', 'line\nbreak "quoted" \u2028'), state: 'requesting' },
+        a.runEnded('f3', 'run_1'),
+        a.runStarted('f4', 'run_2'),
+      ]);
+      await store.append(odd, [storeFacts(odd).runStarted('o1', 'run_o')]);
+      const before = JSON.stringify(await readEverything(store));
+      store = await harness.reopen(store);
+      expect(JSON.stringify(await readEverything(store))).toBe(before);
+      expect(await store.sessions()).toEqual([odd, 'session_a'].sort());
+      expect((await store.openRuns()).map((run) => run.runId)).toEqual(
+        odd < 'session_a' ? ['run_o', 'run_2'] : ['run_2', 'run_o'],
+      );
+      const next = await store.append('session_a', [a.runEnded('f5', 'run_2')], { expectedSeq: 4 });
+      expect(next.appended[0]?.seq).toBe(5);
+    });
+
+    it('finishes appends started before close, then throws StoreClosedError', async () => {
+      const pending = store.append('session_a', [a.runStarted('f1', 'run_1')]);
+      await store.close();
+      await expect(pending).resolves.toMatchObject({ lastSeq: 1 });
+      await expect(store.append('session_a', [a.steering('f2', 'run_1')])).rejects.toSatisfy(
+        StoreClosedError.isInstance,
+      );
+      await expect(store.read('session_a')).rejects.toSatisfy(StoreClosedError.isInstance);
+      await expect(store.openRuns()).rejects.toSatisfy(StoreClosedError.isInstance);
+      expect(() => store.subscribe('session_a', () => {})).toThrow(/is closed/);
+    });
+  });
+});
