@@ -64,44 +64,47 @@ export function findDamage(facts: readonly Fact[]): LogDamage[] {
 function sequenceDamage(facts: readonly Fact[]): LogDamage[] {
   const damage: LogDamage[] = [];
   const lastSeq = new Map<string, number>();
-  const seqsById = new Map<string, Fact[]>();
+  const factsById = new Map<string, Fact[]>();
   for (const fact of facts) {
     const { sessionId, seq } = fact;
     const previous = lastSeq.get(sessionId) ?? 0;
     if (seq <= previous) {
       damage.push(
-        finding('seq-disorder', fact, {
-          runId: undefined,
-          seqs: [previous, seq],
-          message: `session ${sessionId}: seq ${seq} (${fact.type}) comes after seq ${previous}`,
-        }),
+        sessionFinding(
+          'seq-disorder',
+          sessionId,
+          [previous, seq],
+          `seq ${seq} (${fact.type}) comes after seq ${previous}`,
+        ),
       );
     } else {
       if (seq > previous + 1) {
         const missing = seq === previous + 2 ? `${previous + 1}` : `${previous + 1}–${seq - 1}`;
         damage.push(
-          finding('seq-gap', fact, {
-            runId: undefined,
-            seqs: [previous, seq],
-            message: `session ${sessionId}: seq ${missing} missing before seq ${seq} (${fact.type})`,
-          }),
+          sessionFinding(
+            'seq-gap',
+            sessionId,
+            [previous, seq],
+            `seq ${missing} missing before seq ${seq} (${fact.type})`,
+          ),
         );
       }
       lastSeq.set(sessionId, seq);
     }
-    const sameId = seqsById.get(fact.id) ?? [];
+    const sameId = factsById.get(fact.id) ?? [];
     sameId.push(fact);
-    seqsById.set(fact.id, sameId);
+    factsById.set(fact.id, sameId);
   }
-  for (const [id, sameId] of seqsById) {
+  for (const [id, sameId] of factsById) {
     const first = sameId[0];
     if (first === undefined || sameId.length < 2) continue;
     damage.push(
-      finding('duplicate-fact-id', first, {
-        runId: undefined,
-        seqs: sameId.map((fact) => fact.seq),
-        message: `fact id ${id} is used by ${sameId.length} facts (seq ${seqList(sameId)})`,
-      }),
+      sessionFinding(
+        'duplicate-fact-id',
+        first.sessionId,
+        seqsOf(sameId),
+        `fact id ${id} is used by ${count(sameId, 'facts')}`,
+      ),
     );
   }
   return damage;
@@ -109,110 +112,135 @@ function sequenceDamage(facts: readonly Fact[]): LogDamage[] {
 
 function runDamage(run: RunFacts): LogDamage[] {
   const damage: LogDamage[] = [];
-  const first = run.facts[0];
   const name = `run ${run.runId}`;
+  const add = (
+    kind: DamageKind,
+    facts: readonly Fact[],
+    message: string,
+    where: { stepId?: string; callId?: string } = {},
+  ) =>
+    damage.push({
+      kind,
+      sessionId: run.sessionId,
+      runId: run.runId,
+      stepId: where.stepId,
+      callId: where.callId,
+      seqs: seqsOf(facts),
+      message,
+    });
+
+  const first = run.facts[0];
   if (first !== undefined && first.type !== 'run.started') {
-    damage.push(
-      finding('missing-run-started', first, {
-        message: `${name} begins with ${first.type} at seq ${first.seq}, not run.started`,
-      }),
+    add(
+      'missing-run-started',
+      [first],
+      `${name} begins with ${first.type} at seq ${first.seq}, not run.started`,
     );
   }
   if (run.runStarted.length > 1) {
-    damage.push(
-      finding('duplicate-run-started', run.runStarted[1] ?? first, {
-        seqs: run.runStarted.map((fact) => fact.seq),
-        message: `${name} has ${run.runStarted.length} run.started facts (seq ${seqList(run.runStarted)})`,
-      }),
+    add(
+      'duplicate-run-started',
+      run.runStarted,
+      `${name} has ${count(run.runStarted, 'run.started facts')}`,
     );
   }
   const ended = run.runEnded[0];
   if (ended !== undefined) {
     if (run.runEnded.length > 1) {
-      damage.push(
-        finding('duplicate-run-ended', ended, {
-          seqs: run.runEnded.map((fact) => fact.seq),
-          message: `${name} has ${run.runEnded.length} run.ended facts (seq ${seqList(run.runEnded)}); I7 allows one`,
-        }),
+      add(
+        'duplicate-run-ended',
+        run.runEnded,
+        `${name} has ${count(run.runEnded, 'run.ended facts')}; I7 allows one`,
       );
     }
     for (const fact of run.facts.slice(run.facts.indexOf(ended) + 1)) {
       if (fact.type === 'run.ended') continue;
-      damage.push(
-        finding('fact-after-run-ended', fact, {
-          message: `${name}: ${fact.type} at seq ${fact.seq} follows its run.ended at seq ${ended.seq}`,
-        }),
+      add(
+        'fact-after-run-ended',
+        [fact],
+        `${name}: ${fact.type} at seq ${fact.seq} follows its run.ended at seq ${ended.seq}`,
+        {
+          callId: 'callId' in fact ? fact.callId : undefined,
+        },
       );
     }
   }
   for (const step of run.steps) {
     const stepName = `${name} step ${step.stepId}`;
+    const { stepId } = step;
     if (step.completions.length > 1) {
-      damage.push(
-        finding('duplicate-step-completed', step.completions[0] ?? run.facts[0], {
-          stepId: step.stepId,
-          seqs: step.completions.map((fact) => fact.seq),
-          message: `${stepName} has ${step.completions.length} step.completed facts (seq ${seqList(step.completions)})`,
-        }),
+      add(
+        'duplicate-step-completed',
+        step.completions,
+        `${stepName} has ${count(step.completions, 'step.completed facts')}`,
+        { stepId },
       );
     }
     for (const call of step.duplicateCalls) {
-      damage.push(
-        finding('duplicate-call-id', step.completions[0] ?? run.facts[0], {
-          stepId: step.stepId,
+      add(
+        'duplicate-call-id',
+        step.completions.slice(0, 1),
+        `${stepName} lists call ${call.callId} more than once`,
+        {
+          stepId,
           callId: call.callId,
-          message: `${stepName} lists call ${call.callId} more than once`,
-        }),
+        },
       );
     }
-    for (const call of step.calls) {
-      const callName = `${stepName} call ${call.call.callId}`;
-      if (call.started.length > 1) {
-        damage.push(
-          finding('duplicate-tool-started', call.started[0], {
-            stepId: step.stepId,
-            seqs: call.started.map((fact) => fact.seq),
-            message: `${callName} was started ${call.started.length} times (seq ${seqList(call.started)}); I5 allows one`,
-          }),
+    for (const { call, started, settled } of step.calls) {
+      const where = { stepId, callId: call.callId };
+      const callName = `${stepName} call ${call.callId}`;
+      if (started.length > 1) {
+        add(
+          'duplicate-tool-started',
+          started,
+          `${callName} was started ${started.length} times (seq ${seqsOf(started).join(', ')}); I5 allows one`,
+          where,
         );
       }
-      if (call.settled.length > 1) {
-        damage.push(
-          finding('duplicate-tool-settled', call.settled[0], {
-            stepId: step.stepId,
-            seqs: call.settled.map((fact) => fact.seq),
-            message: `${callName} has ${call.settled.length} tool.settled facts (seq ${seqList(call.settled)}); I6 allows one`,
-          }),
+      if (settled.length > 1) {
+        add(
+          'duplicate-tool-settled',
+          settled,
+          `${callName} has ${count(settled, 'tool.settled facts')}; I6 allows one`,
+          where,
         );
       }
     }
   }
   for (const fact of run.unmatched) {
-    damage.push(
-      finding('tool-fact-without-call', fact, {
-        message: `${name}: ${fact.type} at seq ${fact.seq} names call ${fact.callId}, which is not a call of the step completed last before it`,
-      }),
+    add(
+      'tool-fact-without-call',
+      [fact],
+      `${name}: ${fact.type} at seq ${fact.seq} names call ${fact.callId}, which is not a call of the step completed last before it`,
+      { callId: fact.callId },
     );
   }
   return damage;
 }
 
-function finding(
+function sessionFinding(
   kind: DamageKind,
-  fact: Fact | undefined,
-  details: Partial<Omit<LogDamage, 'kind' | 'message'>> & { message: string },
+  sessionId: string,
+  seqs: number[],
+  what: string,
 ): LogDamage {
   return {
     kind,
-    sessionId: fact?.sessionId ?? '',
-    runId: 'runId' in details ? details.runId : fact?.runId,
-    stepId: details.stepId,
-    callId: details.callId ?? (fact !== undefined && 'callId' in fact ? fact.callId : undefined),
-    seqs: details.seqs ?? (fact === undefined ? [] : [fact.seq]),
-    message: details.message,
+    sessionId,
+    runId: undefined,
+    stepId: undefined,
+    callId: undefined,
+    seqs,
+    message: `session ${sessionId}: ${what}`,
   };
 }
 
-function seqList(facts: readonly Fact[]): string {
-  return facts.map((fact) => fact.seq).join(', ');
+/** `count(facts, 'run.ended facts')` → "2 run.ended facts (seq 8, 9)" */
+function count(facts: readonly Fact[], noun: string): string {
+  return `${facts.length} ${noun} (seq ${seqsOf(facts).join(', ')})`;
+}
+
+function seqsOf(facts: readonly Fact[]): number[] {
+  return facts.map((fact) => fact.seq);
 }
