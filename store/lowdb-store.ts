@@ -17,12 +17,12 @@ import { GroupCommit, type SessionSlot, type SessionState } from './group-commit
 import { PartialFiles } from './partial-files.ts';
 import { cloneJson } from './plain-json.ts';
 import {
+  isSessionFolderName,
   loadSession,
   mapLimit,
   readTail,
   type SegmentAdapterFactory,
   type SegmentDocument,
-  isSessionFolderName,
   sessionFolderName,
   sessionIdOfFolder,
 } from './session-files.ts';

@@ -1,0 +1,77 @@
+import { readdirSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Low } from 'lowdb';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DurableFileAdapter, isTempFileName } from '../../store/durable-file-adapter.ts';
+import { StoreCorruptionError } from '../../store/event-store.ts';
+
+describe('DurableFileAdapter', () => {
+  let dir: string;
+  let file: string;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'turnlog-adapter-'));
+    file = path.join(dir, 'doc.json');
+  });
+
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('reads a missing file as null, so lowdb keeps its default', async () => {
+    const low = new Low(new DurableFileAdapter<{ n: number }>(file), { n: 0 });
+    await low.read();
+    expect(low.data).toEqual({ n: 0 });
+  });
+
+  it('writes through lowdb and reads the same document back, leaving no temp file', async () => {
+    const low = new Low(new DurableFileAdapter<{ n: number; text: string }>(file), {
+      n: 1,
+      text: 'é\n',
+    });
+    await low.write();
+    low.data.n = 2;
+    await low.write();
+    const again = new Low(new DurableFileAdapter<{ n: number; text: string }>(file), {
+      n: 0,
+      text: '',
+    });
+    await again.read();
+    expect(again.data).toEqual({ n: 2, text: 'é\n' });
+    expect(readdirSync(dir)).toEqual(['doc.json']);
+  });
+
+  it('throws StoreCorruptionError naming a file that is not JSON, never an empty document', async () => {
+    writeFileSync(file, '{"n": 1');
+    const error = await new DurableFileAdapter(file).read().catch((caught: unknown) => caught);
+    expect(StoreCorruptionError.isInstance(error)).toBe(true);
+    expect((error as StoreCorruptionError).file).toBe(file);
+    expect((error as Error).message).toMatch(
+      new RegExp(
+        `^lowdbStore: ${file} is not valid JSON \\(.+\\); restore it from a backup or move it away$`,
+      ),
+    );
+  });
+
+  it('names an empty file as empty', async () => {
+    writeFileSync(file, '');
+    await expect(new DurableFileAdapter(file).read()).rejects.toThrow(
+      /is not valid JSON \(it is empty\)/,
+    );
+  });
+
+  it('removes its temp file when a write fails', async () => {
+    const adapter = new DurableFileAdapter(path.join(dir, 'doc.json', 'inside.json'));
+    writeFileSync(file, '{}');
+    await expect(adapter.write({ n: 1 })).rejects.toMatchObject({ code: 'ENOTDIR' });
+    expect(readdirSync(dir)).toEqual(['doc.json']);
+  });
+
+  it('names its temp files so a store can recognise leftovers', () => {
+    expect(isTempFileName('.000003.json.tmp-4242-17')).toBe(true);
+    expect(isTempFileName('000003.json')).toBe(false);
+    expect(isTempFileName('.new-4242-1')).toBe(false);
+  });
+});
