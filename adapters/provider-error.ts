@@ -78,11 +78,10 @@ const messagePatterns: [RegExp, ProviderFailureKind][] = [
  */
 export function classifyProviderError(error: unknown, options: ClassifyOptions): ProviderFailure {
   const facts = collectFacts(error);
-  const message = sanitizeMessage(facts.messages[0] ?? describe(error));
   const status = facts.statuses[0];
   const retryAfterMs = findRetryAfterMs(facts, options.now ?? Date.now);
   const failure = (kind: ProviderFailureKind, retryable = defaultRetryable(kind, status)) => {
-    const result: ProviderFailure = { kind, retryable, message };
+    const result: ProviderFailure = { kind, retryable, message: messageFor(kind, facts, error) };
     if (status !== undefined) result.status = status;
     if (retryAfterMs !== undefined && retryable) result.retryAfterMs = retryAfterMs;
     return result;
@@ -99,6 +98,14 @@ export function classifyProviderError(error: unknown, options: ClassifyOptions):
   }
   if (structured !== undefined) return failure(structured);
   return failure('unknown', facts.retryableFlag === true);
+}
+
+/** The provider's message; for a broken connection, with its causes (`terminated: other side closed`). */
+function messageFor(kind: ProviderFailureKind, facts: ErrorFacts, error: unknown): string {
+  const [first] = facts.messages;
+  if (first === undefined) return sanitizeMessage(describe(error));
+  if (kind !== 'network' && kind !== 'stream_interrupted') return sanitizeMessage(first);
+  return sanitizeMessage([...new Set(facts.messages)].slice(0, 3).join(': '));
 }
 
 /** The failure of a stream that ended without a finish (or with an `error`/`interrupted` one). */
