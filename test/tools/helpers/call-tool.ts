@@ -1,0 +1,44 @@
+import { mkdirSync, mkdtempSync, realpathSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { FactOf, RunLimits } from '../../../events/facts.ts';
+import type { JsonValue } from '../../../events/json.ts';
+import type { ToolSet } from '../../../tools/tool.ts';
+import { createToolRuntime } from '../../../tools/tool-runtime.ts';
+import { createToolLog, decisionOf, provenCall } from './tool-log.ts';
+
+/**
+ * Settles one proven call of `name` through the real tool runtime, answering a permission
+ * request with a user `allow`. Returns the settlement and the log.
+ */
+export async function callTool(
+  tools: ToolSet,
+  name: string,
+  input: JsonValue,
+  limits: Partial<RunLimits> = { toolOutputChars: 100_000 },
+) {
+  const runtime = createToolRuntime({ tools });
+  const log = createToolLog({ limits });
+  const call = provenCall(name, input);
+  await log.completeStep('step_1', [call]);
+  await runtime.decide(call, log.context('step_1'));
+  const [requested] = log.ofType('tool.permission.requested');
+  const decision =
+    requested === undefined
+      ? decisionOf(log.facts(), call.callId)
+      : { decision: 'allow' as const, inputHash: requested.inputHash, by: 'user' as const };
+  if (decision !== undefined) await runtime.run(call, decision, log.context('step_1'));
+  const [settled] = log.ofType('tool.settled');
+  if (settled === undefined) throw new Error(`callTool: ${name} did not settle`);
+  return { settled: settled as FactOf<'tool.settled'>, log, requested };
+}
+
+/** A fresh temp directory with `root/` (the workspace) and `outside/` beside it, realpath'd. */
+export function tempWorkspace() {
+  const base = realpathSync(mkdtempSync(path.join(tmpdir(), 'turnlog-tools-')));
+  const root = path.join(base, 'root');
+  const outside = path.join(base, 'outside');
+  mkdirSync(root);
+  mkdirSync(outside);
+  return { base, root, outside };
+}

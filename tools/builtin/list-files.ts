@@ -1,0 +1,104 @@
+import type { Dirent } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { defineTool } from '../define-tool.ts';
+import type { Tool, ToolPermission } from '../tool.ts';
+import type { Workspace } from './workspace-path.ts';
+
+/** Directory names never listed or entered. */
+export const skippedDirectories: ReadonlySet<string> = new Set(['node_modules', '.git']);
+
+/** The validated input of `listFiles`. */
+export interface ListFilesInput {
+  /** Relative to the workspace root (checked). */
+  path: string;
+  recursive: boolean;
+  maxEntries: number;
+}
+
+/** Options of the `listFiles` tool. */
+export interface ListFilesOptions {
+  /** Default `'allow'`. */
+  permission?: ToolPermission<ListFilesInput>;
+  /** Entries listed when the model gives no `maxEntries` (default 200). */
+  defaultEntries?: number;
+  /** The largest `maxEntries` the model may ask for (default 2000). */
+  maxEntries?: number;
+}
+
+/**
+ * `listFiles`: lists a directory inside the workspace, optionally recursively, one entry a
+ * line relative to the root (`dir/` for directories, `name@` for symlinks, which are never
+ * followed), sorted, bounded, without `node_modules` and `.git`.
+ */
+export function listFilesTool(
+  workspace: Workspace,
+  options: ListFilesOptions = {},
+): Tool<ListFilesInput, string> {
+  const maxEntries = options.maxEntries ?? 2_000;
+  const defaultEntries = Math.min(options.defaultEntries ?? 200, maxEntries);
+  return defineTool({
+    description: `List the files of a directory in the workspace (node_modules and .git are skipped). Set recursive to include subdirectories; at most ${defaultEntries} entries unless maxEntries says otherwise (up to ${maxEntries}).`,
+    inputSchema: z.object({
+      path: workspace.pathSchema('Directory relative to the workspace root').default('.'),
+      recursive: z.boolean().default(false).describe('Include subdirectories'),
+      maxEntries: z
+        .number()
+        .int()
+        .min(1)
+        .max(maxEntries)
+        .default(defaultEntries)
+        .describe('Most entries to list'),
+    }),
+    permission: options.permission ?? 'allow',
+    execute: async ({ path: requested, recursive, maxEntries: cap }) => {
+      const target = workspace.resolveOrThrow(requested);
+      if (!target.exists) throw new Error(`${target.relative} does not exist`);
+      if (!(await stat(target.absolute)).isDirectory()) {
+        throw new Error(`${target.relative} is not a directory; use readFile`);
+      }
+      const lines: string[] = [];
+      let complete = true;
+      // Depth first, sorted: a pending stack of directories to read.
+      const stack: string[] = [target.absolute];
+      while (stack.length > 0 && complete) {
+        const directory = stack.pop() as string;
+        let entries: Dirent[];
+        try {
+          entries = await readdir(directory, { withFileTypes: true });
+        } catch (error) {
+          lines.push(
+            `${relativeTo(workspace.root, directory)}/ (unreadable: ${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+          );
+          continue;
+        }
+        entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+        const subdirectories: string[] = [];
+        for (const entry of entries) {
+          if (skippedDirectories.has(entry.name)) continue;
+          if (lines.length >= cap) {
+            complete = false;
+            break;
+          }
+          const absolute = path.join(directory, entry.name);
+          const relative = relativeTo(workspace.root, absolute);
+          if (entry.isSymbolicLink()) lines.push(`${relative}@`);
+          else if (entry.isDirectory()) {
+            lines.push(`${relative}/`);
+            if (recursive) subdirectories.push(absolute);
+          } else lines.push(relative);
+        }
+        stack.push(...subdirectories.reverse());
+      }
+      const header = complete
+        ? `[${target.relative}: ${lines.length} ${lines.length === 1 ? 'entry' : 'entries'}]`
+        : `[${target.relative}: stopped after ${cap} entries; list a subdirectory${cap < maxEntries ? ` or raise maxEntries (up to ${maxEntries})` : ''} to see more]`;
+      return lines.length === 0 ? `${header}\n(empty)` : `${header}\n${lines.join('\n')}`;
+    },
+  });
+}
+
+function relativeTo(root: string, absolute: string): string {
+  return path.relative(root, absolute).split(path.sep).join('/') || '.';
+}

@@ -1,0 +1,141 @@
+import { lstatSync, realpathSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { WorkspaceRootError } from '../tool-errors.ts';
+
+/** A path inside the workspace, checked segment by segment. */
+export interface WorkspacePath {
+  /** The real absolute path (symlinks resolved) the operation must use. */
+  absolute: string;
+  /** The same path relative to the root, with `/` separators; `.` for the root itself. */
+  relative: string;
+  /** False when the path (or a parent) does not exist yet. */
+  exists: boolean;
+}
+
+/** One workspace root, realpath'd once, and the check every path argument goes through. */
+export interface Workspace {
+  /** The real absolute path of the root. */
+  root: string;
+  /**
+   * Resolves `requested` (relative to the root, or absolute inside it). Returns the problem as
+   * a sentence, naming no value, when it leaves the root: `..`, an absolute path elsewhere, or a
+   * symlink anywhere along the path (the last segment too) whose target is outside the root or
+   * missing. Touches nothing but `lstat`/`realpath`.
+   */
+  resolve(requested: string): WorkspacePath | { problem: string };
+  /** Like `resolve`, but throws (for `execute`, which checks again right before acting). */
+  resolveOrThrow(requested: string): WorkspacePath;
+  /**
+   * A zod schema for a path argument: the model sends a string; the validated value is the
+   * checked path relative to the root. A path that leaves the root fails validation, so the
+   * call settles `invalid` before anything is touched.
+   */
+  pathSchema(description: string): z.ZodType<string, string>;
+}
+
+/**
+ * Opens a workspace root for the built-in tools. Throws `WorkspaceRootError` when the root does
+ * not exist or is not a directory.
+ *
+ * Limits: the check runs at validation and again right before each operation; a symlink
+ * swapped in between those instants by another process is not caught (final components are
+ * opened with `O_NOFOLLOW` where the operation allows it). Hard links are not detected.
+ */
+export function openWorkspace(root: string): Workspace {
+  let real: string;
+  try {
+    real = realpathSync(root);
+    if (!statSync(real).isDirectory()) throw new Error('not a directory');
+  } catch (error) {
+    throw new WorkspaceRootError({
+      message: `workspaceTools: the root ${root} is not an existing directory (${(error as Error).message}); create it or pass another root`,
+      root,
+      cause: error,
+    });
+  }
+
+  function resolve(requested: string): WorkspacePath | { problem: string } {
+    if (requested.includes('\0')) return { problem: 'the path contains a NUL character' };
+    const lexical = path.resolve(real, requested);
+    if (!isInside(real, lexical)) {
+      return {
+        problem: path.isAbsolute(requested)
+          ? 'the path is absolute and outside the workspace root; use a path relative to the workspace root'
+          : 'the path leaves the workspace root (..); use a path inside the workspace root',
+      };
+    }
+    const segments = path.relative(real, lexical).split(path.sep).filter(Boolean);
+    let current = real;
+    for (const [index, segment] of segments.entries()) {
+      const next = path.join(current, segment);
+      let isLink: boolean;
+      try {
+        isLink = lstatSync(next).isSymbolicLink();
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR') {
+          // The rest does not exist yet: it will be created under `current`, already checked.
+          const absolute = path.join(current, ...segments.slice(index));
+          return { absolute, relative: relativeTo(real, absolute), exists: false };
+        }
+        return { problem: `the path cannot be checked (${code ?? 'unknown error'})` };
+      }
+      if (!isLink) {
+        current = next;
+        continue;
+      }
+      let target: string;
+      try {
+        target = realpathSync(next);
+      } catch {
+        return { problem: 'the path goes through a symlink whose target does not exist' };
+      }
+      if (!isInside(real, target)) {
+        return {
+          problem: 'the path goes through a symlink that points outside the workspace root',
+        };
+      }
+      current = target;
+    }
+    return { absolute: current, relative: relativeTo(real, current), exists: true };
+  }
+
+  return {
+    root: real,
+    resolve,
+    resolveOrThrow(requested) {
+      const resolved = resolve(requested);
+      if ('problem' in resolved) {
+        throw new Error(`Refused ${JSON.stringify(requested)}: ${resolved.problem}`);
+      }
+      return resolved;
+    },
+    pathSchema(description) {
+      return z
+        .string()
+        .min(1)
+        .describe(description)
+        .transform((requested, context) => {
+          const resolved = resolve(requested);
+          if ('problem' in resolved) {
+            context.addIssue({ code: 'custom', message: resolved.problem });
+            return z.NEVER;
+          }
+          return resolved.relative;
+        });
+    },
+  };
+}
+
+function isInside(root: string, candidate: string): boolean {
+  const relative = path.relative(root, candidate);
+  return (
+    relative === '' ||
+    (relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
+  );
+}
+
+function relativeTo(root: string, absolute: string): string {
+  return path.relative(root, absolute).split(path.sep).join('/') || '.';
+}
