@@ -1,0 +1,271 @@
+// Benchmarks lowdbStore: append latency at two session lengths, throughput with 16 concurrent
+// sessions, and a cold read + projectHistory of a 10,000-fact session.
+// Run: npx node bench/store.ts
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { NewFact, RunLimits } from '../events/facts.ts';
+import { projectHistory } from '../events/project-history.ts';
+import type { EventStore } from '../store/event-store.ts';
+import { lowdbStore } from '../store/lowdb-store.ts';
+
+/** One measured number of the store benchmark. */
+export interface StoreBenchRow {
+  metric: string;
+  value: number;
+  unit: string;
+  /** The target, in words, when the brief sets one. */
+  target?: string;
+}
+
+/** Options of `benchStore`. */
+export interface StoreBenchOptions {
+  /** Folder for the store (default: a fresh temp folder, removed afterwards). */
+  dir?: string;
+  /** Timed single-fact appends per median (default 100). */
+  samples?: number;
+  /** Appends per session in the 16-session throughput run (default 100). */
+  concurrentAppends?: number;
+}
+
+const limits: RunLimits = {
+  maxSteps: 20,
+  maxAttempts: 3,
+  maxOutputTokens: 8192,
+  toolOutputChars: 20_000,
+  contextWindowTokens: 200_000,
+  toolConcurrency: 4,
+  stopGraceMs: 2_000,
+};
+
+/**
+ * Measures `lowdbStore` and returns the rows; `bench/run.ts` can call it.
+ *
+ * @example
+ * const rows = await benchStore();
+ * console.table(rows);
+ */
+export async function benchStore(options: StoreBenchOptions = {}): Promise<StoreBenchRow[]> {
+  const dir = options.dir ?? (await mkdtemp(path.join(tmpdir(), 'turnlog-bench-')));
+  const samples = options.samples ?? 100;
+  try {
+    let store = lowdbStore({ dir });
+    await fill(store, 'short', 100);
+    const short = await medianAppend(store, 'short', samples);
+    await fill(store, 'long', 10_000);
+    const long = await medianAppend(store, 'long', samples);
+    const throughput = await concurrentThroughput(store, 16, options.concurrentAppends ?? 100);
+    await fill(store, 'cold', 10_000);
+    await store.close();
+
+    store = lowdbStore({ dir });
+    const started = performance.now();
+    const facts = await store.read('cold');
+    const readMs = performance.now() - started;
+    const messages = projectHistory(facts, { provider: 'openai.responses' });
+    const totalMs = performance.now() - started;
+    await store.close();
+    if (messages.length === 0)
+      throw new Error('bench: the projection of the cold session is empty');
+
+    return [
+      { metric: 'median append, session of 100', value: short, unit: 'ms' },
+      {
+        metric: 'median append, session of 10,000',
+        value: long,
+        unit: 'ms',
+        target: `<= 2x the first (${(long / short).toFixed(2)}x)`,
+      },
+      { metric: 'appends/s, 16 concurrent sessions', value: throughput, unit: '/s' },
+      { metric: `cold read of ${facts.length} facts`, value: readMs, unit: 'ms' },
+      {
+        metric: `cold read + projectHistory (${messages.length} messages)`,
+        value: totalMs,
+        unit: 'ms',
+        target: '< 250 ms',
+      },
+    ];
+  } finally {
+    if (options.dir === undefined) await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The facts of one realistic run: a tool step, its settlement, a text step (8 facts). */
+function runFacts(sessionId: string, run: number): NewFact[] {
+  const runId = `run_${run}`;
+  const stepId = `step_${run}_1`;
+  const callId = `call_${run}`;
+  const envelope = (index: number) => ({
+    id: `${sessionId}_${run}_${index}`,
+    at: '2026-03-02T10:02:11.480Z',
+    sessionId,
+    turnId: `turn_${run}`,
+    runId,
+  });
+  const request = (messageCount: number) => ({
+    provider: 'openai.responses',
+    modelId: 'gpt-5-mini',
+    messageCount,
+    tools: ['readFile', 'writeFile', 'listFiles', 'runCommand'],
+    activeTools: undefined,
+    inputHash: 'sha256:6d7d03e80e83b80c61daa9d07fcf35ac',
+  });
+  const usage = { inputTokens: 1204, outputTokens: 96, reasoningTokens: 48, cachedInputTokens: 0 };
+  const text = `Run ${run}: I read the file and here is what it says. ${'Lorem ipsum dolor sit amet. '.repeat(8)}`;
+  return [
+    {
+      ...envelope(1),
+      type: 'run.started',
+      input: { text: `Question ${run}?` },
+      runtimeVersion: '0.1.0',
+      limits,
+    },
+    { ...envelope(2), type: 'step.started', stepId, attempt: 1, request: request(run * 4) },
+    {
+      ...envelope(3),
+      type: 'step.completed',
+      stepId,
+      finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+      usage,
+      content: [
+        {
+          type: 'reasoning',
+          text: 'Read the file first.',
+          providerOptions: { openai: { itemId: `rs_${run}` } },
+        },
+        { type: 'text', text: 'Reading it.' },
+      ],
+      toolCalls: [
+        { callId, name: 'readFile', input: { path: 'docs/install.md' }, proof: 'raw-bytes' },
+      ],
+      response: { id: `resp_${run}`, modelId: 'gpt-5-mini' },
+    },
+    {
+      ...envelope(4),
+      type: 'tool.started',
+      callId,
+      name: 'readFile',
+      input: { path: 'docs/install.md' },
+      inputHash: 'sha256:033db264',
+    },
+    {
+      ...envelope(5),
+      type: 'tool.settled',
+      callId,
+      name: 'readFile',
+      outcome: 'success',
+      text: `# Install\n${'Run npm install, then npm test. '.repeat(10)}`,
+      truncated: false,
+      durationMs: 3,
+    },
+    {
+      ...envelope(6),
+      type: 'step.started',
+      stepId: `step_${run}_2`,
+      attempt: 1,
+      request: request(run * 4 + 2),
+    },
+    {
+      ...envelope(7),
+      type: 'step.completed',
+      stepId: `step_${run}_2`,
+      finishReason: { unified: 'stop', raw: 'stop' },
+      usage,
+      content: [{ type: 'text', text }],
+      toolCalls: [],
+      response: { id: `resp_${run}_2`, modelId: 'gpt-5-mini' },
+    },
+    { ...envelope(8), type: 'run.ended', status: 'completed', reason: 'end_turn' },
+  ];
+}
+
+/** Appends whole runs (one append each) until the session holds `length` facts. */
+async function fill(store: EventStore, sessionId: string, length: number): Promise<void> {
+  let lastSeq = (await store.read(sessionId)).length;
+  for (let run = lastSeq / 8 + 1; lastSeq < length; run += 1) {
+    const facts = runFacts(sessionId, run).slice(0, length - lastSeq);
+    lastSeq = (await store.append(sessionId, facts, { expectedSeq: lastSeq })).lastSeq;
+  }
+}
+
+/** Median of `samples` awaited one-fact appends (steering facts into one open run). */
+async function medianAppend(
+  store: EventStore,
+  sessionId: string,
+  samples: number,
+): Promise<number> {
+  const runId = 'run_bench';
+  const base = { at: '2026-03-02T10:02:11.480Z', sessionId, turnId: 'turn_bench', runId };
+  await store.append(sessionId, [
+    {
+      ...base,
+      id: `${sessionId}_bench_start`,
+      type: 'run.started',
+      input: { text: 'go' },
+      runtimeVersion: '0.1.0',
+      limits,
+    },
+  ]);
+  const times: number[] = [];
+  for (let index = 0; index < samples; index += 1) {
+    const fact: NewFact = {
+      ...base,
+      id: `${sessionId}_bench_${index}`,
+      type: 'steering.received',
+      messageId: `message_${index}`,
+      text: 'Also check the changelog, please.',
+    };
+    const started = performance.now();
+    await store.append(sessionId, [fact]);
+    times.push(performance.now() - started);
+  }
+  times.sort((left, right) => left - right);
+  return times[Math.floor(times.length / 2)] ?? Number.NaN;
+}
+
+/** Appends per second when `sessions` sessions each append `perSession` facts, one at a time. */
+async function concurrentThroughput(store: EventStore, sessions: number, perSession: number) {
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: sessions }, async (_, session) => {
+      const sessionId = `concurrent_${session}`;
+      for (let index = 0; index < perSession; index += 1) {
+        const fact: NewFact = {
+          id: `${sessionId}_${index}`,
+          at: '2026-03-02T10:02:11.480Z',
+          sessionId,
+          turnId: 'turn_1',
+          runId: 'run_1',
+          type: 'steering.received',
+          messageId: `message_${index}`,
+          text: 'Also check the changelog, please.',
+        };
+        await store.append(sessionId, [fact], { expectedSeq: index });
+      }
+    }),
+  );
+  return (sessions * perSession) / ((performance.now() - started) / 1000);
+}
+
+function printTable(rows: StoreBenchRow[]): void {
+  const lines = rows.map((row) => [
+    row.metric,
+    `${row.value.toFixed(row.unit === '/s' ? 0 : 2)} ${row.unit}`,
+    row.target ?? '',
+  ]);
+  const widths = [0, 1, 2].map((column) =>
+    Math.max(
+      ...lines.map((line) => line[column]?.length ?? 0),
+      ['metric', 'value', 'target'][column]?.length ?? 0,
+    ),
+  );
+  const format = (cells: string[]) =>
+    cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ');
+  console.log(format(['metric', 'value', 'target']));
+  for (const line of lines) console.log(format(line));
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  printTable(await benchStore());
+}
