@@ -67,12 +67,12 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
 
 /** A thrown value's message: `Error.message`, a string as it is, anything else as JSON. */
 export function errorMessage(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  if (typeof error === 'string') return error;
   try {
+    if (error instanceof Error) return String(error.message || error.name);
+    if (typeof error === 'string') return error;
     return JSON.stringify(error) ?? String(error);
   } catch {
-    return String(error);
+    return safeString(error);
   }
 }
 
@@ -97,16 +97,30 @@ function stringifyOutput(value: unknown): string {
   } catch {
     // A cycle or a bigint: fall back to the value's own string form.
   }
-  return String(value);
+  return safeString(value);
+}
+
+/** `String(value)`, or a placeholder for a value that refuses to become a string. */
+function safeString(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return `(a value of type ${typeof value} that cannot be shown as text)`;
+  }
 }
 
 function storableOutput(value: unknown, secrets: readonly string[]): JsonValue | undefined {
-  if (value === undefined || !isPlainJson(value)) return undefined;
-  const json = JSON.stringify(value);
-  if (json.length > maxStoredOutputChars) return undefined;
-  if (redactSecrets(json, secrets) !== json) return undefined;
-  // A copy: the tool may keep and change the object it returned.
-  return JSON.parse(json) as JsonValue;
+  try {
+    if (value === undefined || !isPlainJson(value)) return undefined;
+    const json = JSON.stringify(value);
+    if (json.length > maxStoredOutputChars) return undefined;
+    if (redactSecrets(json, secrets) !== json) return undefined;
+    // A copy: the tool may keep and change the object it returned.
+    return JSON.parse(json) as JsonValue;
+  } catch {
+    // A getter or proxy that throws: the value is not plain data.
+    return undefined;
+  }
 }
 
 /** Moves the end of the kept head back off the middle of a surrogate pair. */

@@ -128,3 +128,27 @@ describe('isPlainJson', () => {
     expect(isPlainJson(() => 1)).toBe(false);
   });
 });
+
+describe('values that fight back', () => {
+  it('formats a value whose getters throw without throwing', () => {
+    const hostile = {
+      get boom(): string {
+        throw new Error('getter exploded');
+      },
+    };
+    expect(formatToolOutput({ value: hostile, maxChars: 100 })).toEqual({
+      text: '[object Object]',
+      truncated: false,
+    });
+    const bare = Object.create(null) as object;
+    Object.defineProperty(bare, 'toJSON', {
+      value: () => {
+        throw new Error('no');
+      },
+    });
+    expect(formatToolOutput({ value: bare, maxChars: 100 })).toEqual({
+      text: '(a value of type object that cannot be shown as text)',
+      truncated: false,
+    });
+  });
+});

@@ -269,6 +269,31 @@ describe('results', () => {
     expect(JSON.stringify(log.ofType('tool.settled'))).not.toContain('key-12345');
   });
 
+  it('settles throws of non-errors and a throwing secrets function without throwing', async () => {
+    const tool = defineTool({
+      description: 'Misbehaves',
+      inputSchema: z.object({ kind: z.enum(['object', 'number']) }),
+      secrets: () => {
+        throw new Error('secrets exploded');
+      },
+      execute: ({ kind }) => {
+        throw kind === 'object' ? { code: 'E_BAD' } : 42;
+      },
+    });
+    const runtime = createToolRuntime({ tools: { bad: tool } });
+    const log = createToolLog();
+    const calls = [
+      provenCall('bad', { kind: 'object' }, 'call_1'),
+      provenCall('bad', { kind: 'number' }, 'call_2'),
+    ];
+    await log.completeStep('step_1', calls);
+    for (const call of calls) await settleCall(runtime, log, 'step_1', call);
+    expect(log.ofType('tool.settled').map(({ outcome, text }) => ({ outcome, text }))).toEqual([
+      { outcome: 'error', text: 'The tool failed: {"code":"E_BAD"}' },
+      { outcome: 'error', text: 'The tool failed: 42' },
+    ]);
+  });
+
   it('records durationMs from the injected clock', async () => {
     let clock = 100;
     const tool = defineTool({
