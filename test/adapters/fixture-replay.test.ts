@@ -74,6 +74,7 @@ function joined(events: ModelStepEvent[], type: ModelStepEvent['type']): string 
     .join('');
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: recorded provider JSON is read ad hoc in assertions
 const json = (line: string) => JSON.parse(line) as Record<string, any>;
 const responsesFixture = splitOpenAIResponses(loadFixture('openai-responses-reasoning-tool-calls'));
 

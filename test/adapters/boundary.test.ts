@@ -1,0 +1,133 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { streamText } from 'ai';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { aiSdkAdapter } from '../../adapters/ai-sdk-adapter.ts';
+import type { ModelStepRequest } from '../../adapters/model-adapter.ts';
+import { scriptedModel } from '../../adapters/scripted-model.ts';
+
+vi.mock('ai', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('ai')>();
+  return { ...actual, streamText: vi.fn(actual.streamText) };
+});
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const tools: ModelStepRequest['tools'] = ['readFile', 'writeFile'].map((name) => ({
+  name,
+  description: `the ${name} tool`,
+  inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+}));
+
+describe('the adapter boundary (I4)', () => {
+  beforeEach(() => {
+    vi.mocked(streamText).mockClear();
+  });
+
+  it('makes exactly one doStream call per step, even when the step ends with tool-calls', async () => {
+    const model = scriptedModel([
+      { toolCalls: [{ name: 'readFile', input: { path: 'a.md' } }] },
+      { toolCalls: [{ name: 'writeFile', input: { path: 'b.md' } }], finishReason: 'tool-calls' },
+    ]);
+    const doStream = vi.spyOn(model, 'doStream');
+    const doGenerate = vi.spyOn(model, 'doGenerate');
+    const adapter = aiSdkAdapter(model);
+    const abortSignal = new AbortController().signal;
+    const first = await adapter.step({
+      messages: [{ role: 'user', content: 'go' }],
+      tools,
+      abortSignal,
+    }).completion;
+    expect(first).toMatchObject({
+      type: 'step.completed',
+      finishReason: { unified: 'tool-calls' },
+    });
+    expect(doStream).toHaveBeenCalledTimes(1);
+    await adapter.step({ messages: [{ role: 'user', content: 'go' }], tools, abortSignal })
+      .completion;
+    expect(doStream).toHaveBeenCalledTimes(2);
+    expect(doGenerate).not.toHaveBeenCalled();
+    expect(model.requests).toHaveLength(2);
+  });
+
+  it('hands streamText schema-only tools, no retries and a one-step limit', async () => {
+    const model = scriptedModel([{ text: 'ok' }]);
+    const abortSignal = new AbortController().signal;
+    await aiSdkAdapter(model).step({
+      system: 'Be brief.',
+      messages: [{ role: 'user', content: 'go' }],
+      tools,
+      activeTools: ['readFile'],
+      maxOutputTokens: 256,
+      providerOptions: { openai: { store: false } },
+      abortSignal,
+    }).completion;
+    expect(streamText).toHaveBeenCalledTimes(1);
+    const options = vi.mocked(streamText).mock.calls[0]?.[0];
+    expect(options).toMatchObject({
+      instructions: 'Be brief.',
+      maxRetries: 0,
+      activeTools: ['readFile'],
+      maxOutputTokens: 256,
+      providerOptions: { openai: { store: false } },
+      abortSignal,
+    });
+    expect(options?.stopWhen).toBeDefined();
+    expect(Object.keys(options?.tools ?? {})).toEqual(['readFile', 'writeFile']);
+    for (const tool of Object.values(options?.tools ?? {}))
+      expect(tool).not.toHaveProperty('execute');
+    const sent = model.requests[0];
+    expect(sent?.tools).toEqual([
+      {
+        type: 'function',
+        name: 'readFile',
+        description: 'the readFile tool',
+        inputSchema: tools[0]?.inputSchema,
+      },
+    ]);
+    expect(sent?.maxOutputTokens).toBe(256);
+    expect(sent?.providerOptions).toEqual({ openai: { store: false } });
+  });
+});
+
+describe('imports of the AI SDK', () => {
+  const scanned = ['events', 'machines', 'tools', 'store', 'runtime.ts', 'index.ts', 'examples'];
+
+  function sourceFiles(path: string): string[] {
+    let stats: ReturnType<typeof statSync>;
+    try {
+      stats = statSync(path);
+    } catch {
+      return []; // a folder that does not exist yet holds no imports
+    }
+    if (stats.isFile()) return /\.(ts|mts|js|mjs)$/.test(path) ? [path] : [];
+    return readdirSync(path).flatMap((entry) =>
+      entry === 'node_modules' ? [] : sourceFiles(join(path, entry)),
+    );
+  }
+
+  function sdkImports(source: string): string[] {
+    const pattern =
+      /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\s*\(\s*)['"]((?:ai|@ai-sdk\/[^'"]+)(?:\/[^'"]*)?)['"]/g;
+    return [...source.matchAll(pattern)].map((match) => match[1] as string);
+  }
+
+  it('finds the imports it is looking for', () => {
+    expect(
+      sdkImports(
+        "import { streamText } from 'ai';\nimport type { X } from \"@ai-sdk/provider\";\nconst m = await import('@ai-sdk/openai');\nimport 'ai/test';\nimport { a } from 'aim';",
+      ),
+    ).toEqual(['ai', '@ai-sdk/provider', '@ai-sdk/openai', 'ai/test']);
+  });
+
+  it('finds no file outside adapters/ that imports ai or @ai-sdk/*', () => {
+    const files = scanned.flatMap((path) => sourceFiles(join(root, path)));
+    expect(files).toContain(join(root, 'events', 'facts.ts'));
+    const offenders = files.flatMap((file) =>
+      sdkImports(readFileSync(file, 'utf8')).map(
+        (name) => `${relative(root, file)} imports ${name}`,
+      ),
+    );
+    expect(offenders).toEqual([]);
+  });
+});
