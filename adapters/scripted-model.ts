@@ -6,6 +6,7 @@ import {
   type LanguageModelV4FinishReason,
   type LanguageModelV4GenerateResult,
   type LanguageModelV4StreamPart,
+  type LanguageModelV4StreamResult,
   type LanguageModelV4Usage,
 } from '@ai-sdk/provider';
 import type { FinishReason, Usage } from '../events/facts.ts';
@@ -75,6 +76,8 @@ export interface ScriptedModelOptions {
 export interface ScriptedModel extends LanguageModelV4 {
   /** The options of every call the model received, in order. */
   readonly requests: LanguageModelV4CallOptions[];
+  doStream(options: LanguageModelV4CallOptions): Promise<LanguageModelV4StreamResult>;
+  doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult>;
 }
 
 /**
