@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { planRecovery } from '../../events/plan-recovery.ts';
+import { draft, logBuilder } from './log-builder.ts';
 import { loadSampleLog, type SampleLogName } from './sample-logs.ts';
 
 const teamPost = {
@@ -185,6 +186,24 @@ describe('planRecovery on the sample logs', () => {
     expect(upTo('stop', 6).runs[0]?.indeterminate.map((call) => call.callId)).toStrictEqual([
       'toolu_01eEKWjBStxELyOkO8eSae04',
     ]);
+  });
+
+  it('plans a withheld call without its result apart from the proven calls that never started', () => {
+    const log = logBuilder();
+    log.startRun('go');
+    log.add(draft.stepStarted('s1'));
+    log.add(
+      draft.stepCompleted('s1', {
+        calls: [draft.withheldCall('c1'), draft.call('c2', { input: { n: 2 } })],
+      }),
+    );
+    const [run] = planRecovery(log.facts).runs;
+    expect([run?.withheld, run?.neverStarted]).toStrictEqual([
+      [{ stepId: 's1', callId: 'c1', name: 'tool', input: {} }],
+      [{ stepId: 's1', callId: 'c2', name: 'tool', input: { n: 2 } }],
+    ]);
+    log.add(draft.settled('c1', 'not run', 'withheld'));
+    expect(planRecovery(log.facts).runs[0]?.withheld).toStrictEqual([]);
   });
 
   it('plans only the unfinished run of a session whose earlier runs ended', () => {

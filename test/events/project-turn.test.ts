@@ -229,6 +229,19 @@ describe('projectTurn on crafted logs', () => {
     ]);
   });
 
+  it('marks an unfinished step abandoned once a later step started, and the later one requesting', () => {
+    const log = logBuilder();
+    log.startRun('go');
+    log.add(draft.stepStarted('s1'));
+    log.add(draft.stepStarted('s2'));
+    expect(projectTurn(log.facts).runs[0]?.steps.map((step) => [step.stepId, step.status])).toEqual(
+      [
+        ['s1', 'abandoned'],
+        ['s2', 'requesting'],
+      ],
+    );
+  });
+
   it('collects pending decisions of every unfinished run at session level, in call order', () => {
     const log = logBuilder();
     log.startRun('go');
