@@ -50,10 +50,11 @@ const harnesses: { name: string; create: () => Promise<Harness> }[] = [
     create: async () => {
       const dir = await mkdtemp(path.join(tmpdir(), 'turnlog-contract-'));
       return {
-        open: (options) => lowdbStore({ dir, ...options }),
+        // Tiny segments, so every contract case also crosses segment files.
+        open: (options) => lowdbStore({ dir, segmentSize: 3, ...options }),
         reopen: async (store) => {
           await store.close();
-          return lowdbStore({ dir });
+          return lowdbStore({ dir, segmentSize: 3 });
         },
         cleanup: () => rm(dir, { recursive: true, force: true }),
       };
