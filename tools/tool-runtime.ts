@@ -6,6 +6,7 @@ import { assertTool } from './define-tool.ts';
 import { executeTool } from './execute-tool.ts';
 import { isRepeatedFailure } from './loop-gate.ts';
 import { evaluatePermission } from './permission-policy.ts';
+import { settlementText } from './settlement-text.ts';
 import type {
   DecidedPermission,
   PermissionPolicy,
@@ -18,9 +19,6 @@ import type {
 import { toolFactId } from './tool-fact-id.ts';
 import { errorMessage, formatToolOutput, redactSecrets, truncateText } from './tool-output.ts';
 import { validateToolInput } from './validate-input.ts';
-
-/** The longest thrown message kept in an `error` text (before the output limit applies). */
-const maxErrorChars = 4_000;
 
 /** Options of `createToolRuntime`. */
 export interface ToolRuntimeOptions {
@@ -58,8 +56,7 @@ export function createToolRuntime({
   }
 
   function unknownToolText(name: string): string {
-    const available = Object.keys(tools);
-    return `Unknown tool ${JSON.stringify(name)}; the call was not run. Available tools: ${available.length === 0 ? '(none)' : available.join(', ')}.`;
+    return settlementText.unknownTool(name, Object.keys(tools));
   }
 
   async function settle(
@@ -89,7 +86,7 @@ export function createToolRuntime({
   async function decide(call: ToolCallRecord, context: SettleContext): Promise<void> {
     // I5: only a call with a guard proof may go further.
     if (call.proof === null) {
-      await settle(call, context, 'withheld', { text: withheldText(call) });
+      await settle(call, context, 'withheld', { text: settlementText.withheld(call) });
       return;
     }
     const tool = lookup(call.name);
@@ -107,7 +104,7 @@ export function createToolRuntime({
       isRepeatedFailure({ facts: context.facts, runId: context.runId, name: call.name, inputHash })
     ) {
       await settle(call, context, 'denied', {
-        text: `This exact call to "${call.name}" failed twice in a row, so it was not run a third time. Change your approach: different input, another tool, or ask the user.`,
+        text: settlementText.loopGate(call.name),
       });
       return;
     }
@@ -123,7 +120,7 @@ export function createToolRuntime({
       });
     } catch (error) {
       await settle(call, context, 'error', {
-        text: `The permission check for this call failed (${cap(errorMessage(error))}); it was not run.`,
+        text: settlementText.permissionFailed(errorMessage(error)),
       });
       return;
     }
@@ -163,7 +160,7 @@ export function createToolRuntime({
     context: SettleContext,
   ): Promise<void> {
     if (call.proof === null) {
-      await settle(call, context, 'withheld', { text: withheldText(call) });
+      await settle(call, context, 'withheld', { text: settlementText.withheld(call) });
       return;
     }
     const tool = lookup(call.name);
@@ -179,11 +176,11 @@ export function createToolRuntime({
     }
     if (validation.inputHash !== decision.inputHash) {
       await settle(call, context, 'error', {
-        text: `The input of this call changed after its permission was decided (decided for ${decision.inputHash}, now ${validation.inputHash}), so it was not run. Call the tool again if it is still needed.`,
+        text: settlementText.inputChanged(decision.inputHash, validation.inputHash),
       });
       return;
     }
-    const notStarted = 'The run was stopped before this call started; it was not run.';
+    const notStarted = settlementText.notStarted();
     if (context.signal.aborted) {
       await settle(call, context, 'cancelled', { text: notStarted });
       return;
@@ -222,7 +219,7 @@ export function createToolRuntime({
       });
       const durationMs = Math.max(0, Math.round(now() - startedAt));
       const secrets = secretsOf(tool, validation.value);
-      const failure = (error: unknown) => cap(redactSecrets(errorMessage(error), secrets));
+      const failure = (error: unknown) => redactSecrets(errorMessage(error), secrets);
       switch (result.kind) {
         case 'returned':
           await settle(call, context, 'success', {
@@ -237,25 +234,25 @@ export function createToolRuntime({
         case 'threw':
           if (result.afterStop) {
             await settle(call, context, 'cancelled', {
-              text: `The run was stopped while this call was running; the tool ended with: ${failure(result.error)}. It may have partly run; inspect the current state before retrying.`,
+              text: settlementText.failedAfterStop(failure(result.error)),
               durationMs,
             });
           } else {
             await settle(call, context, 'error', {
-              text: `The tool failed: ${failure(result.error)}`,
+              text: settlementText.failed(failure(result.error)),
               durationMs,
             });
           }
           return;
         case 'timeout':
           await settle(call, context, 'error', {
-            text: `The tool did not finish within its timeout of ${tool.timeoutMs} ms and was abandoned. It may have partly run; inspect the current state before retrying.`,
+            text: settlementText.timedOut(tool.timeoutMs),
             durationMs,
           });
           return;
         case 'abandoned':
           await settle(call, context, 'unknown', {
-            text: `The run was stopped while this call was running and the tool did not stop within ${context.limits.stopGraceMs} ms. Its outcome is unknown: it may or may not have run to completion. Inspect the current state before retrying.`,
+            text: settlementText.abandonedAfterStop(context.limits.stopGraceMs),
             durationMs,
           });
           return;
@@ -271,8 +268,6 @@ export function createToolRuntime({
     decide,
 
     async run(call, decision, context) {
-      const by = decision.by === 'user' ? 'the user' : 'the permission policy';
-      const because = decision.reason === undefined ? '' : ` Reason: ${sentence(decision.reason)}`;
       switch (decision.decision) {
         case 'allow': {
           const key = `${context.sessionId}\u0000${context.stepId}\u0000${call.callId}`;
@@ -286,15 +281,7 @@ export function createToolRuntime({
           return;
         }
         case 'deny':
-          await settle(call, context, 'denied', {
-            text: `This call was denied by ${by}; it was not run.${because} Do not repeat it unchanged.`,
-          });
-          return;
         case 'report-unknown':
-          await settle(call, context, 'unknown', {
-            text: `The outcome of this call is unknown: it may or may not have run.${because} Inspect the current state before retrying.`,
-          });
-          return;
         case 'abort': {
           const startedId = toolFactId({
             stepId: context.stepId,
@@ -302,10 +289,13 @@ export function createToolRuntime({
             kind: 'started',
           });
           const started = context.facts.some((fact) => fact.id === startedId);
-          await settle(call, context, 'cancelled', {
-            text: started
-              ? `This call was aborted by ${by}. It had started, so it may have partly run; inspect the current state before retrying.${because}`
-              : `This call was aborted by ${by}; it was not run.${because}`,
+          const outcome = {
+            deny: 'denied',
+            'report-unknown': 'unknown',
+            abort: 'cancelled',
+          } as const;
+          await settle(call, context, outcome[decision.decision], {
+            text: settlementText.decided(decision, started),
           });
           return;
         }
@@ -315,21 +305,9 @@ export function createToolRuntime({
     },
 
     async abandon(call, outcome, reason, context) {
-      await settle(call, context, outcome, {
-        text:
-          outcome === 'cancelled'
-            ? `This call was cancelled; it was not run. ${sentence(reason)}`
-            : `The outcome of this call is unknown: it may or may not have run. ${sentence(reason)} Inspect the current state before retrying.`,
-      });
+      await settle(call, context, outcome, { text: settlementText.abandoned(outcome, reason) });
     },
   };
-}
-
-function withheldText(call: ToolCallRecord): string {
-  return (
-    call.withheld ??
-    'This call was not run: its arguments could not be proven complete. Call the tool again if it is still needed.'
-  );
 }
 
 function secretsOf(tool: Tool, input: unknown): string[] {
@@ -351,16 +329,4 @@ function copyOf<TValue>(value: TValue): TValue {
     // A transform produced something uncloneable (a function); hand it over as it is.
     return value;
   }
-}
-
-function cap(text: string): string {
-  return text.length <= maxErrorChars ? text : `${text.slice(0, maxErrorChars)}…`;
-}
-
-/** `reason` as a sentence: capitalized, ending with a period. */
-function sentence(reason: string): string {
-  const trimmed = reason.trim();
-  if (trimmed === '') return '';
-  const capitalized = `${trimmed[0]?.toUpperCase() ?? ''}${trimmed.slice(1)}`;
-  return /[.!?]$/.test(capitalized) ? capitalized : `${capitalized}.`;
 }

@@ -7,7 +7,7 @@ import type {
   ToolCallRecord,
 } from '../../../events/facts.ts';
 import { memoryStore } from '../../../store/memory-store.ts';
-import type { DecidedPermission, SettleContext } from '../../../tools/tool.ts';
+import type { DecidedPermission, SettleContext, ToolRuntime } from '../../../tools/tool.ts';
 
 export const toolTestLimits: RunLimits = {
   maxSteps: 10,
@@ -125,4 +125,31 @@ export function decisionOf(facts: readonly Fact[], callId: string): DecidedPermi
   };
   if (fact.reason !== undefined) decision.reason = fact.reason;
   return decision;
+}
+
+/** A promise with its resolve function, for tools that wait on the test. */
+export function deferred<TValue = void>() {
+  let resolve!: (value: TValue) => void;
+  const promise = new Promise<TValue>((settle) => {
+    resolve = settle;
+  });
+  return { promise, resolve };
+}
+
+/** Decides a call, then runs it with the decision the log holds (as the turn machine does). */
+export async function settleCall(
+  runtime: ToolRuntime,
+  log: ReturnType<typeof createToolLog>,
+  stepId: string,
+  call: ToolCallRecord,
+): Promise<void> {
+  await runtime.decide(call, log.context(stepId));
+  const decision = decisionOf(log.facts(), call.callId);
+  if (decision === undefined) return;
+  await runtime.run(call, decision, log.context(stepId));
+}
+
+/** An `allow` by policy bound to `inputHash`. */
+export function allowDecision(inputHash: string): DecidedPermission {
+  return { decision: 'allow', inputHash, by: 'policy' };
 }
