@@ -1,99 +1,24 @@
 import { spawnSync } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  truncateSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Adapter } from 'lowdb';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DurableFileAdapter } from '../../store/durable-file-adapter.ts';
-import {
-  type EventStore,
-  StoreCorruptionError,
-  StoreLockedError,
-  StoreWriteError,
-} from '../../store/event-store.ts';
-import { type LowdbStoreOptions, lowdbStore } from '../../store/lowdb-store.ts';
+import { describe, expect, it } from 'vitest';
+import { StoreLockedError, StoreWriteError } from '../../store/event-store.ts';
+import { lowdbStore } from '../../store/lowdb-store.ts';
 import type { SegmentDocument } from '../../store/session-files.ts';
+import { lowdbFixture } from './lowdb-fixture.ts';
 import { storeFacts } from './store-facts.ts';
 
-let dir: string;
-const opened: EventStore[] = [];
+const fixture = lowdbFixture();
+const { open, segment, appendSteps, observedAdapters } = fixture;
 const a = storeFacts('session_a');
 const b = storeFacts('session_b');
-
-/** Records every segment read and write going through the store's lowdb adapter. */
-function observedAdapters(
-  options: { failWrite?: (file: string) => 'before' | 'after' | undefined } = {},
-) {
-  const writes: string[] = [];
-  const reads: string[] = [];
-  const createAdapter = (file: string): Adapter<SegmentDocument> => {
-    const inner = new DurableFileAdapter<SegmentDocument>(file);
-    return {
-      read: () => {
-        reads.push(relative(file));
-        return inner.read();
-      },
-      write: async (data) => {
-        writes.push(relative(file));
-        const failure = options.failWrite?.(file);
-        if (failure === 'before') throw new Error('disk full');
-        await inner.write(data);
-        if (failure === 'after') throw new Error('fsync of the folder failed');
-      },
-    };
-  };
-  return { writes, reads, createAdapter };
-}
-
-function relative(file: string): string {
-  return path.relative(dir, file).replace(/\.new-\d+-\d+/, '.new');
-}
-
-function open(options: Omit<LowdbStoreOptions, 'dir'> = {}): EventStore {
-  const store = lowdbStore({ dir, ...options });
-  opened.push(store);
-  return store;
-}
-
-function segment(session: string, index: number): string {
-  return path.join(dir, 'sessions', session, `${String(index).padStart(6, '0')}.json`);
-}
-
-async function appendSteps(store: EventStore, sessionId: string, count: number) {
-  const facts = storeFacts(sessionId);
-  for (let index = 1; index <= count; index += 1) {
-    await store.append(sessionId, [
-      index === 1
-        ? facts.runStarted(`${sessionId}_${index}`, 'run_1')
-        : facts.steering(`${sessionId}_${index}`, 'run_1'),
-    ]);
-  }
-}
-
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), 'turnlog-lowdb-'));
-});
-
-afterEach(async () => {
-  for (const store of opened.splice(0)) await store.close();
-  await rm(dir, { recursive: true, force: true });
-});
 
 describe('lowdbStore segments', () => {
   it('splits a session into segment files and rewrites only the tail on append', async () => {
     const observed = observedAdapters();
     const store = open({ segmentSize: 4, createAdapter: observed.createAdapter });
     await appendSteps(store, 'session_a', 10);
-    expect(readdirSync(path.join(dir, 'sessions', 'session_a'))).toEqual([
+    expect(readdirSync(path.join(fixture.dir, 'sessions', 'session_a'))).toEqual([
       '000000.json',
       '000001.json',
       '000002.json',
@@ -192,7 +117,7 @@ describe('lowdbStore segments', () => {
     const first = open();
     await first.append(long, [storeFacts(long).runStarted('l1', 'run_l')]);
     await first.close();
-    const [folder] = readdirSync(path.join(dir, 'sessions'));
+    const [folder] = readdirSync(path.join(fixture.dir, 'sessions'));
     expect(folder).toMatch(/^~h[0-9a-f]{64}$/);
     const store = open();
     expect(await store.sessions()).toEqual([long]);
@@ -201,90 +126,14 @@ describe('lowdbStore segments', () => {
   });
 });
 
-describe('lowdbStore corruption', () => {
-  beforeEach(async () => {
-    const store = open({ segmentSize: 4 });
-    await appendSteps(store, 'session_a', 10);
-    await appendSteps(store, 'session_b', 3);
-    await store.close();
-  });
-
-  async function expectCorrupt(file: string, message: RegExp) {
-    const store = open({ segmentSize: 4 });
-    const error = await store.read('session_a').catch((caught: unknown) => caught);
-    expect(StoreCorruptionError.isInstance(error)).toBe(true);
-    expect((error as StoreCorruptionError).file).toBe(file);
-    expect((error as Error).message).toContain(file);
-    expect((error as Error).message).toMatch(message);
-    // Asking again gives the same error, never an empty or shortened session.
-    await expect(store.read('session_a')).rejects.toMatchObject({
-      name: 'StoreCorruptionError',
-      file,
-    });
-    expect((await store.read('session_b')).map((fact) => fact.seq)).toEqual([1, 2, 3]);
-    await store.append('session_b', [b.steering('g4', 'run_1')]);
-    expect((await store.read('session_b')).length).toBe(4);
-  }
-
-  it('names a truncated segment and keeps the other sessions readable', async () => {
-    const file = segment('session_a', 1);
-    truncateSync(file, Math.floor(readFileSync(file).length / 2));
-    await expectCorrupt(file, /is not valid JSON \(.+\); restore it from a backup or move it away/);
-  });
-
-  it('names an empty segment', async () => {
-    const file = segment('session_a', 2);
-    writeFileSync(file, '');
-    await expectCorrupt(file, /is not valid JSON \(it is empty\)/);
-  });
-
-  it('names a hand-edited segment with a seq gap inside it', async () => {
-    const file = segment('session_a', 1);
-    const document = JSON.parse(readFileSync(file, 'utf8')) as SegmentDocument;
-    document.facts.splice(1, 1);
-    writeFileSync(file, JSON.stringify(document));
-    await expectCorrupt(
-      file,
-      /seq 7 .* is where seq 6 belongs: the log has a gap or is out of order/,
-    );
-  });
-
-  it('names a segment that does not continue the one before', async () => {
-    const file = segment('session_a', 2);
-    const document = JSON.parse(readFileSync(file, 'utf8')) as SegmentDocument;
-    for (const fact of document.facts) fact.seq += 1;
-    writeFileSync(file, JSON.stringify(document));
-    await expectCorrupt(file, /seq 10 .* is where seq 9 belongs/);
-  });
-
-  it('names a missing segment between others', async () => {
-    const file = segment('session_a', 1);
-    unlinkSync(file);
-    await expectCorrupt(file, /is missing but later segments .* exist; restore it from a backup/);
-  });
-
-  it('names a segment whose facts belong to another session', async () => {
-    const file = segment('session_a', 0);
-    writeFileSync(file, readFileSync(segment('session_b', 0)));
-    await expectCorrupt(file, /belongs to session session_b, not session_a/);
-  });
-
-  it('fails openRuns with the error naming a corrupt tail rather than hiding its runs', async () => {
-    const file = segment('session_a', 2);
-    writeFileSync(file, '{"format":');
-    const store = open();
-    await expect(store.openRuns()).rejects.toMatchObject({ name: 'StoreCorruptionError', file });
-  });
-});
-
 describe('lowdbStore crash leftovers', () => {
   it('ignores and removes temp files and staging folders a killed process left', async () => {
     const first = open();
     await appendSteps(first, 'session_a', 2);
     await first.close();
-    const temp = path.join(dir, 'sessions', 'session_a', '.000000.json.tmp-4242-7');
-    const staging = path.join(dir, 'sessions', '.new-4242-1');
-    const partialTemp = path.join(dir, 'partials', '.session_a.json.tmp-4242-2');
+    const temp = path.join(fixture.dir, 'sessions', 'session_a', '.000000.json.tmp-4242-7');
+    const staging = path.join(fixture.dir, 'sessions', '.new-4242-1');
+    const partialTemp = path.join(fixture.dir, 'partials', '.session_a.json.tmp-4242-2');
     writeFileSync(temp, '{"torn');
     mkdirSync(staging);
     writeFileSync(path.join(staging, '000000.json'), '{"torn');
@@ -310,8 +159,8 @@ describe('lowdbStore crash leftovers', () => {
       truncated: false,
     };
     await store.savePartial('session_a', partial);
-    expect(readdirSync(path.join(dir, 'partials'))).toEqual(['session_a.json']);
-    writeFileSync(path.join(dir, 'partials', 'session_a.json'), '{"runId');
+    expect(readdirSync(path.join(fixture.dir, 'partials'))).toEqual(['session_a.json']);
+    writeFileSync(path.join(fixture.dir, 'partials', 'session_a.json'), '{"runId');
     expect(await store.loadPartial('session_a')).toBeUndefined();
     await store.savePartial('session_a', partial);
     await store.close();
@@ -361,35 +210,37 @@ describe('lowdbStore write failures', () => {
 });
 
 describe('lowdbStore lock', () => {
-  it('keeps a second store off an open dir, naming the holder pid, until the first closes', async () => {
+  it('keeps a second store off an open fixture.dir, naming the holder pid, until the first closes', async () => {
     const store = open();
     const error = (() => {
       try {
-        lowdbStore({ dir });
+        lowdbStore({ dir: fixture.dir });
       } catch (caught) {
         return caught;
       }
     })();
     expect(StoreLockedError.isInstance(error)).toBe(true);
-    expect(error).toMatchObject({ pid: process.pid, dir });
+    expect(error).toMatchObject({ pid: process.pid, dir: fixture.dir });
     expect((error as Error).message).toMatch(/is in use by another store in this process/);
     await store.close();
-    expect(existsSync(path.join(dir, 'turnlog.lock'))).toBe(false);
+    expect(existsSync(path.join(fixture.dir, 'turnlog.lock'))).toBe(false);
     await open().append('session_a', [a.runStarted('f1', 'run_1')]);
   });
 
   it('takes over the lock of a process that no longer exists', async () => {
     const exited = spawnSync(process.execPath, ['-e', '']);
     expect(exited.status).toBe(0);
-    writeFileSync(path.join(dir, 'turnlog.lock'), `${exited.pid}\n`);
+    writeFileSync(path.join(fixture.dir, 'turnlog.lock'), `${exited.pid}\n`);
     const store = open();
-    expect(readFileSync(path.join(dir, 'turnlog.lock'), 'utf8')).toBe(`${process.pid}\n`);
+    expect(readFileSync(path.join(fixture.dir, 'turnlog.lock'), 'utf8')).toBe(`${process.pid}\n`);
     await store.append('session_a', [a.runStarted('f1', 'run_1')]);
-    expect(readdirSync(dir).sort()).toEqual(['partials', 'sessions', 'turnlog.lock']);
+    expect(readdirSync(fixture.dir).sort()).toEqual(['partials', 'sessions', 'turnlog.lock']);
   });
 
   it('refuses a lock file without a pid, saying how to clear it', () => {
-    writeFileSync(path.join(dir, 'turnlog.lock'), '');
-    expect(() => lowdbStore({ dir })).toThrow(/holds no pid .* delete .*turnlog\.lock/);
+    writeFileSync(path.join(fixture.dir, 'turnlog.lock'), '');
+    expect(() => lowdbStore({ dir: fixture.dir })).toThrow(
+      /holds no pid .* delete .*turnlog\.lock/,
+    );
   });
 });

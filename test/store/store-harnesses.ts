@@ -7,6 +7,7 @@ import type { ListenerErrorHandler } from '../../store/fact-listeners.ts';
 import { lowdbStore } from '../../store/lowdb-store.ts';
 import { memoryStore } from '../../store/memory-store.ts';
 
+/** The options a contract test may open a store with. */
 export interface StoreOptions {
   onListenerError?: ListenerErrorHandler;
 }
@@ -18,6 +19,7 @@ export interface Harness {
   cleanup(): Promise<void>;
 }
 
+/** Every fact of every session of a store, sessions in `sessions()` order. */
 export async function readEverything(store: EventStore): Promise<Fact[]> {
   const sessions = await store.sessions();
   const all = await Promise.all(sessions.map((sessionId) => store.read(sessionId)));
