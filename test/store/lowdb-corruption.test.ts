@@ -6,8 +6,7 @@ import { lowdbFixture } from './lowdb-fixture.ts';
 import { storeFacts } from './store-facts.ts';
 
 const fixture = lowdbFixture();
-const { open, segment, appendSteps, observedAdapters } = fixture;
-const _a = storeFacts('session_a');
+const { open, segment, appendSteps } = fixture;
 const b = storeFacts('session_b');
 
 describe('lowdbStore corruption', () => {
