@@ -34,6 +34,16 @@ describe('classifyTerminal', () => {
     expect(factAt(facts, 22, 'run.ended').status).toBe('completed');
   });
 
+  it.each([
+    ['text-only', ['run_mm8ypg3k6df1653c9d7f', 'run_mm8yqdb894d7deff2781'], [4, 8]],
+    ['permission', ['run_mm93k8my604cb5581f3f', 'run_mm93lv2f6f9cd2595c15'], [10, 19]],
+  ] as const)('finds both runs’ run.ended in %s', (name, runIds, seqs) => {
+    const facts = loadSampleLog(name);
+    expect(runIds.map((runId) => classifyTerminal(facts, { runId }))).toStrictEqual(
+      seqs.map((seq) => ({ kind: 'ended', fact: factAt(facts, seq, 'run.ended') })),
+    );
+  });
+
   it('says missing for interrupted-tool, an empty log and a run not in the facts', () => {
     expect(classifyTerminal(loadSampleLog('interrupted-tool'))).toStrictEqual({ kind: 'missing' });
     expect(classifyTerminal([])).toStrictEqual({ kind: 'missing' });
