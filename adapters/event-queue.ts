@@ -9,45 +9,55 @@ export interface EventQueue<TValue> extends AsyncIterable<TValue> {
  * reader); once the reader stops early, later values are dropped instead of buffered.
  */
 export function createEventQueue<TValue>(): EventQueue<TValue> {
-  const buffer: TValue[] = [];
+  let buffer: TValue[] = [];
+  let readIndex = 0;
   let closed = false;
   let detached = false;
-  let wake: (() => void) | undefined;
+  let waiting: ((result: IteratorResult<TValue>) => void) | undefined;
 
-  const notify = () => {
-    const resume = wake;
-    wake = undefined;
-    resume?.();
-  };
+  const done = (): IteratorResult<TValue> => ({ value: undefined, done: true });
 
   return {
     push(value) {
       if (closed || detached) return;
+      if (waiting !== undefined) {
+        const resolve = waiting;
+        waiting = undefined;
+        resolve({ value, done: false });
+        return;
+      }
       buffer.push(value);
-      notify();
     },
     close() {
       closed = true;
-      notify();
+      const resolve = waiting;
+      waiting = undefined;
+      resolve?.(done());
     },
-    async *[Symbol.asyncIterator]() {
-      try {
-        while (true) {
-          if (buffer.length > 0) {
-            // Swap the buffer out so a long stream is not shifted element by element.
-            const batch = buffer.splice(0, buffer.length);
-            for (const value of batch) yield value;
-            continue;
+    [Symbol.asyncIterator]() {
+      return {
+        next(): Promise<IteratorResult<TValue>> {
+          if (readIndex < buffer.length) {
+            const value = buffer[readIndex++] as TValue;
+            // Drop what was read once the buffer drains, instead of shifting element by element.
+            if (readIndex === buffer.length) {
+              buffer = [];
+              readIndex = 0;
+            }
+            return Promise.resolve({ value, done: false });
           }
-          if (closed) return;
-          await new Promise<void>((resolve) => {
-            wake = resolve;
+          if (closed || detached) return Promise.resolve(done());
+          return new Promise((resolve) => {
+            waiting = resolve;
           });
-        }
-      } finally {
-        detached = true;
-        buffer.length = 0;
-      }
+        },
+        return(): Promise<IteratorResult<TValue>> {
+          detached = true;
+          buffer = [];
+          readIndex = 0;
+          return Promise.resolve(done());
+        },
+      };
     },
   };
 }

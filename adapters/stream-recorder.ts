@@ -50,7 +50,7 @@ export function createStreamRecorder({
 }): StreamRecorder {
   const guard = createToolCallGuard({ maxOutputTokens });
   const parts: DraftPart[] = [];
-  const openParts = new Map<string, DraftPart>();
+  const openParts = { text: new Map<string, DraftPart>(), reasoning: new Map<string, DraftPart>() };
   const providerExecuted = new Set<string>();
   const recorded: RecordedRequest = {
     content: () => parts.flatMap(toContentPart),
@@ -66,11 +66,10 @@ export function createStreamRecorder({
   }
 
   function contentPart(type: 'text' | 'reasoning', id: string): DraftPart {
-    const key = `${type}:${id}`;
-    let part = openParts.get(key);
+    let part = openParts[type].get(id);
     if (part === undefined) {
       part = { type, text: '', metadata: undefined };
-      openParts.set(key, part);
+      openParts[type].set(id, part);
       parts.push(part);
     }
     return part;
@@ -94,7 +93,7 @@ export function createStreamRecorder({
       const kind = type === 'text-end' ? 'text' : 'reasoning';
       const open = contentPart(kind, part.id);
       open.metadata = part.providerMetadata ?? open.metadata;
-      openParts.delete(`${kind}:${part.id}`);
+      openParts[kind].delete(part.id);
     } else if (type === 'tool-input-start') {
       // Provider-executed tools run at the provider; turnlog neither proves nor settles them.
       if (part.providerExecuted === true) providerExecuted.add(part.id);
