@@ -97,6 +97,7 @@ export interface ToolCallView {
   result: string | undefined;
 }
 
+/** Where a call's permission stands: asked (`pending`) or decided, by whom and why. */
 export interface PermissionView {
   decision: PermissionDecision | 'pending';
   by: 'user' | 'policy' | undefined;
