@@ -3,11 +3,10 @@ import { type AiSdkLanguageModel, aiSdkAdapter } from './adapters/ai-sdk-adapter
 import type { ModelAdapter } from './adapters/model-adapter.ts';
 import type { Fact, PermissionDecision, RunLimits } from './events/facts.ts';
 import { createIdGenerator, type IdGenerator } from './events/ids.ts';
-import type { JsonValue } from './events/json.ts';
 import type { ModelMessage } from './events/messages.ts';
 import { planRecovery } from './events/plan-recovery.ts';
 import { projectHistory } from './events/project-history.ts';
-import { projectTurn } from './events/project-turn.ts';
+import { type PendingDecision, projectTurn } from './events/project-turn.ts';
 import { foldRun } from './machines/rehydrate.ts';
 import { liveTurnMachine } from './machines/run-actors.ts';
 import { createRunDriver, type RunDriver } from './machines/run-driver.ts';
@@ -63,15 +62,6 @@ export interface RuntimeOptions {
   generateId?: IdGenerator;
   /** Randomness in [0, 1) for retry jitter. Default `Math.random`. */
   random?: () => number;
-}
-
-/** An open decision, as `runtime.pending()` lists it. */
-export interface PendingDecisionView {
-  kind: 'permission' | 'indeterminate';
-  callId: string;
-  name: string;
-  input: JsonValue;
-  inputHash: string;
 }
 
 /** What `recover()` found for one unfinished run. */
@@ -146,12 +136,12 @@ export function createRuntime(options: RuntimeOptions) {
   ) {
     const { handle, sink } = createTurnChannel(ids, seen);
     channels.set(ids.runId, sink);
-    return handle;
+    return { handle, sink };
   }
 
   /** The sink of a run's handle (a run rehydrated without a handle gets a sink nobody reads). */
   function sinkFor(ids: { sessionId: string; turnId: string; runId: string }): TurnSink {
-    return channels.get(ids.runId) ?? (newHandle(ids), channels.get(ids.runId) as TurnSink);
+    return channels.get(ids.runId) ?? newHandle(ids).sink;
   }
 
   /** Wires one run's driver, services and live actor. */
@@ -262,7 +252,7 @@ export function createRuntime(options: RuntimeOptions) {
           });
         }
         const ids = { sessionId, turnId: generateId('turn'), runId: generateId('run') };
-        const handle = newHandle(ids);
+        const { handle } = newHandle(ids);
         const driver = openRun(ids, [...facts], limits);
         await driver.begin({
           type: 'run.started',
@@ -338,7 +328,7 @@ export function createRuntime(options: RuntimeOptions) {
     },
 
     /** The decisions a person owes in this session. */
-    async pending(sessionId: string): Promise<PendingDecisionView[]> {
+    async pending(sessionId: string): Promise<PendingDecision[]> {
       const facts =
         live.get(sessionId)?.driver.facts ??
         (await store.read(requireText(sessionId, 'sessionId')));
@@ -416,7 +406,7 @@ export function createRuntime(options: RuntimeOptions) {
     }
     const folded = foldRun(facts, runId);
     const ids = { sessionId, turnId: plan.turnId, runId };
-    const handle = newHandle(ids, folded.facts);
+    const { handle } = newHandle(ids, folded.facts);
     const driver = openRun(
       ids,
       facts,

@@ -1,5 +1,6 @@
 import type { PermissionDecision } from '../events/facts.ts';
 import type { JsonValue } from '../events/json.ts';
+import type { PendingDecision } from '../events/run-facts.ts';
 import {
   isTurnlogErrorNamed,
   TurnlogError,
@@ -75,16 +76,6 @@ function toPermissionResult(value: unknown, source: string): PermissionResult {
   const result: PermissionResult = { verdict: candidate.verdict as PermissionVerdict };
   if (typeof candidate.reason === 'string') result.reason = candidate.reason;
   return result;
-}
-
-/** A call that waits for a person: a permission request, or an indeterminate call. */
-export interface PendingDecision {
-  kind: 'permission' | 'indeterminate';
-  callId: string;
-  name: string;
-  input: JsonValue;
-  /** The hash of the validated input the request (or `tool.started`) recorded. */
-  inputHash: string;
 }
 
 /** A decision as a caller submits it. `inputHash`, when given, must match the pending one. */

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import type { PendingDecision } from '../../events/run-facts.ts';
 import { TurnlogError } from '../../events/turnlog-error.ts';
 import {
   DecisionConflictError,
   DecisionMismatchError,
   evaluatePermission,
   InvalidDecisionError,
-  type PendingDecision,
   PermissionVerdictError,
   UnknownDecisionError,
   validateDecision,

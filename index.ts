@@ -1,0 +1,138 @@
+/**
+ * turnlog: durable LLM agent turns. An XState turn machine owns the loop; every fact is
+ * appended to a durable event log before anything acts on it. Named exports only.
+ */
+
+export { ScriptExhaustedError, UnsupportedModelError } from './adapters/adapter-errors.ts';
+export {
+  type AiSdkAdapterOptions,
+  type AiSdkLanguageModel,
+  aiSdkAdapter,
+} from './adapters/ai-sdk-adapter.ts';
+export type {
+  ModelAdapter,
+  ModelStep,
+  ModelStepCompletion,
+  ModelStepEvent,
+  ModelStepRequest,
+} from './adapters/model-adapter.ts';
+export { classifyProviderError } from './adapters/provider-error.ts';
+export {
+  type ScriptedError,
+  type ScriptedModel,
+  type ScriptedModelOptions,
+  type ScriptedResponse,
+  type ScriptedStep,
+  type ScriptedToolCall,
+  scriptedModel,
+} from './adapters/scripted-model.ts';
+export { classifyTerminal, type TerminalClassification } from './events/classify-terminal.ts';
+export type {
+  ContentPart,
+  Fact,
+  FactOf,
+  FactType,
+  FinishReason,
+  NewFact,
+  PartialSnapshot,
+  PermissionDecision,
+  ProviderFailure,
+  ProviderFailureKind,
+  RequestCapture,
+  RunLimits,
+  RunStatus,
+  ToolCallProof,
+  ToolCallRecord,
+  ToolOutcome,
+  TransientEvent,
+  Usage,
+} from './events/facts.ts';
+export { factTypes, isFact } from './events/facts.ts';
+export { createIdGenerator, type IdGenerator, sequentialIds } from './events/ids.ts';
+export {
+  canonicalJson,
+  hashJson,
+  type JsonObject,
+  type JsonValue,
+  type ProviderOptions,
+} from './events/json.ts';
+export type {
+  AssistantPart,
+  ModelMessage,
+  ModelToolDefinition,
+  ToolResultPart,
+} from './events/messages.ts';
+export {
+  type LogDamage,
+  planRecovery,
+  type RecoveryPlan,
+  type RunRecovery,
+} from './events/plan-recovery.ts';
+export { projectHistory } from './events/project-history.ts';
+export {
+  type PendingDecision,
+  projectTurn,
+  type RunView,
+  type TurnReadModel,
+} from './events/project-turn.ts';
+export { ProjectionInputError } from './events/projection-input-error.ts';
+export { TurnlogError } from './events/turnlog-error.ts';
+export { foldRun, ReplayDivergenceError } from './machines/rehydrate.ts';
+export type { TurnEvent, TurnHandle, TurnResult } from './machines/turn-channel.ts';
+export type { TurnContext, TurnInput, TurnOutcome } from './machines/turn-context.ts';
+export { turnMachine } from './machines/turn-machine.ts';
+export {
+  createRuntime,
+  defaultLimits,
+  type RecoveredRun,
+  type Runtime,
+  type RuntimeOptions,
+  runtimeVersion,
+} from './runtime.ts';
+export {
+  InvalidArgumentError,
+  NoActiveRunError,
+  RuntimeClosedError,
+  SessionBusyError,
+} from './runtime-errors.ts';
+export {
+  ConcurrencyError,
+  type EventStore,
+  type OpenRun,
+  RunSealedError,
+  StoreClosedError,
+  StoreCorruptionError,
+  StoreInputError,
+  StoreLockedError,
+  StoreWriteError,
+} from './store/event-store.ts';
+export { type LowdbStoreOptions, lowdbStore } from './store/lowdb-store.ts';
+export { type MemoryStoreOptions, memoryStore } from './store/memory-store.ts';
+export {
+  type WorkspaceTools,
+  type WorkspaceToolsOptions,
+  workspaceTools,
+} from './tools/builtin/workspace-tools.ts';
+export { defineTool, toModelToolDefinitions } from './tools/define-tool.ts';
+export {
+  DecisionConflictError,
+  DecisionMismatchError,
+  InvalidDecisionError,
+  PermissionVerdictError,
+  UnknownDecisionError,
+} from './tools/permission-policy.ts';
+export type {
+  PermissionPolicy,
+  PermissionResult,
+  PermissionVerdict,
+  StandardSchemaV1,
+  Tool,
+  ToolExecuteContext,
+  ToolPermission,
+  ToolSet,
+} from './tools/tool.ts';
+export {
+  ToolDefinitionError,
+  ToolSchemaConversionError,
+  WorkspaceRootError,
+} from './tools/tool-errors.ts';
