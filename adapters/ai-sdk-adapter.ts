@@ -3,7 +3,7 @@ import { stepCountIs, streamText, wrapLanguageModel } from 'ai';
 import type { ProviderFailure, RequestCapture } from '../events/facts.ts';
 import { hashJson } from '../events/json.ts';
 import { UnsupportedModelError } from './adapter-errors.ts';
-import { createEventQueue } from './event-queue.ts';
+import { createEventQueue, type EventQueue } from './event-queue.ts';
 import { resolveFinishReason } from './finish-reason.ts';
 import { toAiSdkMessages, toAiSdkTools } from './message-conversion.ts';
 import type {
@@ -96,7 +96,7 @@ async function runStep({
 }: {
   model: AiSdkLanguageModel;
   request: ModelStepRequest;
-  events: ReturnType<typeof createEventQueue<ModelStepEvent>>;
+  events: EventQueue<ModelStepEvent>;
   now: (() => number) | undefined;
   settings: AiSdkAdapterOptions['settings'];
 }): Promise<ModelStepCompletion> {
