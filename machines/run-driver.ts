@@ -181,7 +181,13 @@ export function createRunDriver(options: RunDriverOptions) {
         ];
         const state = stateToString(next.value);
         const stored = await append({ ...fact, state });
-        if (stored === undefined) return false;
+        if (stored === undefined) {
+          // A deterministic id already in the log is a repeat (a no-op); a generated one is not.
+          if (draft.id !== undefined) return false;
+          throw new Error(
+            `run driver: generated fact id ${fact.id} is already in session ${sessionId}; generateId must not repeat ids`,
+          );
+        }
         actor.send(stored);
         const live = actor.getSnapshot();
         const liveState = stateToString(live.value);

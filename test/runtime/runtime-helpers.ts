@@ -7,7 +7,10 @@ import type { EventStore } from '../../store/event-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 
 /** Resolves with the first event of the turn that matches (iterating the handle's events). */
-export async function until(turn: TurnHandle, match: (event: TurnEvent) => boolean): Promise<TurnEvent> {
+export async function until(
+  turn: TurnHandle,
+  match: (event: TurnEvent) => boolean,
+): Promise<TurnEvent> {
   for await (const event of turn.events) if (match(event)) return event;
   throw new Error('the run ended before the expected event');
 }
@@ -51,4 +54,5 @@ export function addTool(permission: 'allow' | 'ask' = 'allow') {
 }
 
 /** Facts of one run, in order. */
-export const runFacts = (facts: Fact[], runId: string) => facts.filter((fact) => fact.runId === runId);
+export const runFacts = (facts: Fact[], runId: string) =>
+  facts.filter((fact) => fact.runId === runId);

@@ -33,7 +33,9 @@ const stores: [string, () => EventStore][] = [
 describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
   it('runs a text turn: events in order, every fact once, deltas before their step.completed', async () => {
     const store = makeStore();
-    const model = scriptedModel([{ text: ['Hel', 'lo', '!'], usage: { inputTokens: 3, outputTokens: 3 } }]);
+    const model = scriptedModel([
+      { text: ['Hel', 'lo', '!'], usage: { inputTokens: 3, outputTokens: 3 } },
+    ]);
     const runtime = testRuntime(store, { model });
     const turn = await runtime.send({ sessionId: 's1', text: 'hi' });
     const events = [];
@@ -43,7 +45,12 @@ describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
       status: 'completed',
       reason: 'end_turn',
       text: 'Hello!',
-      usage: { inputTokens: 3, outputTokens: 3, reasoningTokens: undefined, cachedInputTokens: undefined },
+      usage: {
+        inputTokens: 3,
+        outputTokens: 3,
+        reasoningTokens: undefined,
+        cachedInputTokens: undefined,
+      },
       steps: 1,
     });
     const facts = await runtime.facts('s1');
@@ -75,10 +82,18 @@ describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
   it('runs a tool turn: the proven call executes exactly once with its raw value', async () => {
     const store = makeStore();
     const { tool, executions } = addTool();
-    const model = scriptedModel([{ toolCalls: [{ name: 'add', input: { a: 2, b: 3 } }] }, { text: 'It is 5.' }]);
+    const model = scriptedModel([
+      { toolCalls: [{ name: 'add', input: { a: 2, b: 3 } }] },
+      { text: 'It is 5.' },
+    ]);
     const runtime = testRuntime(store, { model, tools: { add: tool } });
     const turn = await runtime.send({ sessionId: 's1', text: 'What is 2 + 3?' });
-    expect(await turn.done).toMatchObject({ status: 'completed', reason: 'end_turn', text: 'It is 5.', steps: 2 });
+    expect(await turn.done).toMatchObject({
+      status: 'completed',
+      reason: 'end_turn',
+      text: 'It is 5.',
+      steps: 2,
+    });
     expect(executions).toEqual([{ a: 2, b: 3 }]);
     const facts = await runtime.facts('s1');
     expect(facts.map((fact) => fact.type)).toEqual([
@@ -95,8 +110,16 @@ describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
     expect(model.requests).toHaveLength(2);
     expect(await runtime.history('s1')).toEqual([
       { role: 'user', content: 'What is 2 + 3?' },
-      { role: 'assistant', content: [{ type: 'tool-call', callId: 'call_1', name: 'add', input: { a: 2, b: 3 } }] },
-      { role: 'tool', content: [{ type: 'tool-result', callId: 'call_1', name: 'add', text: '5', isError: false }] },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool-call', callId: 'call_1', name: 'add', input: { a: 2, b: 3 } }],
+      },
+      {
+        role: 'tool',
+        content: [
+          { type: 'tool-result', callId: 'call_1', name: 'add', text: '5', isError: false },
+        ],
+      },
       { role: 'assistant', content: [{ type: 'text', text: 'It is 5.' }] },
     ]);
     await runtime.close();
@@ -105,25 +128,47 @@ describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
   it('parks on a permission ask, lists it in pending(), and resumes when decide() allows it', async () => {
     const store = makeStore();
     const { tool, executions } = addTool('ask');
-    const model = scriptedModel([{ toolCalls: [{ name: 'add', input: { a: 1, b: 1 } }] }, { text: 'Two.' }]);
+    const model = scriptedModel([
+      { toolCalls: [{ name: 'add', input: { a: 1, b: 1 } }] },
+      { text: 'Two.' },
+    ]);
     const runtime = testRuntime(store, { model, tools: { add: tool } });
     const turn = await runtime.send({ sessionId: 's1', text: 'add' });
     const asked = await until(turn, isFactOf('tool.permission.requested'));
-    expect(asked).toMatchObject({ state: 'awaitingPermission', callId: 'call_1', input: { a: 1, b: 1 } });
+    expect(asked).toMatchObject({
+      state: 'awaitingPermission',
+      callId: 'call_1',
+      input: { a: 1, b: 1 },
+    });
     expect(await runtime.pending('s1')).toEqual([
-      { kind: 'permission', callId: 'call_1', name: 'add', input: { a: 1, b: 1 }, inputHash: expect.stringMatching(/^sha256:/) },
+      {
+        kind: 'permission',
+        callId: 'call_1',
+        name: 'add',
+        input: { a: 1, b: 1 },
+        inputHash: expect.stringMatching(/^sha256:/),
+      },
     ]);
-    await expect(runtime.send({ sessionId: 's1', text: 'again' })).rejects.toSatisfy(SessionBusyError.isInstance);
-    await expect(runtime.decide({ sessionId: 's1', callId: 'call_9', decision: 'allow' })).rejects.toSatisfy(
-      UnknownDecisionError.isInstance,
+    await expect(runtime.send({ sessionId: 's1', text: 'again' })).rejects.toSatisfy(
+      SessionBusyError.isInstance,
     );
+    await expect(
+      runtime.decide({ sessionId: 's1', callId: 'call_9', decision: 'allow' }),
+    ).rejects.toSatisfy(UnknownDecisionError.isInstance);
     expect(executions).toEqual([]);
     await runtime.decide({ sessionId: 's1', callId: 'call_1', decision: 'allow', reason: 'fine' });
     expect(await turn.done).toMatchObject({ status: 'completed', text: 'Two.' });
     expect(executions).toEqual([{ a: 1, b: 1 }]);
     expect(await runtime.pending('s1')).toEqual([]);
-    const decided = (await runtime.facts('s1')).find((fact) => fact.type === 'tool.permission.decided');
-    expect(decided).toMatchObject({ decision: 'allow', by: 'user', reason: 'fine', inputHash: asked.type === 'tool.permission.requested' ? asked.inputHash : '' });
+    const decided = (await runtime.facts('s1')).find(
+      (fact) => fact.type === 'tool.permission.decided',
+    );
+    expect(decided).toMatchObject({
+      decision: 'allow',
+      by: 'user',
+      reason: 'fine',
+      inputHash: asked.type === 'tool.permission.requested' ? asked.inputHash : '',
+    });
     await runtime.close();
   });
 
@@ -148,7 +193,13 @@ describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
     release.resolve();
     expect(await turn.done).toMatchObject({ status: 'completed', text: 'Noted both.' });
     const history = await runtime.history('s1');
-    expect(history.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'user', 'assistant']);
+    expect(history.map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'user',
+      'assistant',
+    ]);
     expect(history[3]).toEqual({ role: 'user', content: 'also check the docs' });
     const secondPrompt = JSON.stringify(model.requests[1]?.prompt);
     expect(secondPrompt).toContain('also check the docs');
@@ -162,7 +213,11 @@ describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
     const turn = await runtime.send({ sessionId: 's1', text: 'go' });
     await until(turn, isFactOf('text.delta' as Fact['type']));
     await runtime.stop({ sessionId: 's1', reason: 'user pressed stop' });
-    expect(await turn.done).toMatchObject({ status: 'aborted', reason: 'stop_requested', steps: 0 });
+    expect(await turn.done).toMatchObject({
+      status: 'aborted',
+      reason: 'stop_requested',
+      steps: 0,
+    });
     const types = (await runtime.facts('s1')).map((fact) => fact.type);
     expect(types).toEqual(['run.started', 'step.started', 'run.stop.requested', 'run.ended']);
     expect(model.requests[0]?.abortSignal?.aborted).toBe(true);
@@ -209,7 +264,10 @@ describe('createRuntime on lowdbStore, reopened', () => {
     dirs.push(dir);
     const { tool } = addTool('ask');
     const model = scriptedModel([
-      { reasoning: { text: 'think', signature: 'sig' }, toolCalls: [{ name: 'add', input: { a: 4, b: 5 } }] },
+      {
+        reasoning: { text: 'think', signature: 'sig' },
+        toolCalls: [{ name: 'add', input: { a: 4, b: 5 } }],
+      },
       { text: 'Nine.' },
     ]);
     const first = testRuntime(lowdbStore({ dir }), { model, tools: { add: tool } });
@@ -221,7 +279,10 @@ describe('createRuntime on lowdbStore, reopened', () => {
     const history = await first.history('reopen');
     await first.close();
 
-    const second = testRuntime(lowdbStore({ dir }), { model: scriptedModel([]), tools: { add: tool } });
+    const second = testRuntime(lowdbStore({ dir }), {
+      model: scriptedModel([]),
+      tools: { add: tool },
+    });
     expect(await second.facts('reopen')).toEqual(facts);
     expect(JSON.stringify(await second.facts('reopen'))).toBe(JSON.stringify(facts));
     expect(await second.history('reopen')).toEqual(history);
