@@ -201,12 +201,17 @@ export function createRuntime(options: RuntimeOptions) {
 
   /** A run waiting for a person holds no actor: drop it; the log rehydrates it on `decide()`. */
   function park(sessionId: string, driver: RunDriver) {
-    driver.settled().then(() => {
+    // Serialized with decide()/steer()/stop(): one that already picked this live driver commits
+    // before the actor is dropped, instead of finding it stopped (its fact lost or half-taken).
+    withSession(sessionId, async () => {
+      await driver.settled();
       const snapshot = driver.snapshot();
       if (snapshot?.status !== 'active' || snapshot.value !== 'awaitingPermission') return;
       if (live.get(sessionId)?.driver !== driver) return;
       driver.release();
       live.delete(sessionId);
+    }).catch(() => {
+      // Closed meanwhile: close() releases every live run itself.
     });
   }
 
