@@ -1,0 +1,135 @@
+// Orchestration overhead per step: the same 20-step tool-calling conversation on a zero-latency
+// scripted model through plain streamText, turnlog (memoryStore, lowdbStore) and LangGraph.js
+// (MemorySaver, PostgresSaver), in interleaved rounds; medians per step and ratios to streamText.
+// Run alone: npx node bench/overhead.ts
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { MemorySaver } from '@langchain/langgraph';
+import { lowdbStore } from '../store/lowdb-store.ts';
+import { memoryStore } from '../store/memory-store.ts';
+import { conversationModel } from './conversation.ts';
+import { agentGraph, runAgentGraph } from './langgraph-agent.ts';
+import { openPostgresCheckpointer } from './postgres-checkpointer.ts';
+import { interleave, median } from './stats.ts';
+import { type BenchTable, formatMs, formatTable } from './table.ts';
+import { conversationRuntime, runStreamText, runTurnlog } from './turnlog-side.ts';
+
+/** Options of {@link benchOverhead}. */
+export interface OverheadBenchOptions {
+  /** Model steps per conversation (default 20: 19 tool steps and a final text step). */
+  steps?: number;
+  /** Measured rounds; each round runs every side once (default 15). */
+  rounds?: number;
+  /** Unmeasured rounds first (default 3). */
+  warmup?: number;
+}
+
+/** One side's median. */
+export interface OverheadRow {
+  side: string;
+  /** Median of whole conversations, in ms. */
+  conversationMs: number;
+  stepMs: number;
+  /** `stepMs` ÷ plain streamText's. */
+  ratio: number;
+}
+
+const sideNames = {
+  streamText: '(a) AI SDK streamText, stopWhen: stepCountIs(20)',
+  turnlogMemory: '(b) turnlog, memoryStore',
+  turnlogLowdb: '(c) turnlog, lowdbStore (fsync per append)',
+  langGraphMemory: '(d) LangGraph.js, MemorySaver',
+  langGraphPostgres: '(d) LangGraph.js, PostgresSaver, durability async (default)',
+  langGraphPostgresSync: '(d) LangGraph.js, PostgresSaver, durability sync',
+} as const;
+
+/**
+ * Runs the conversation through every side in interleaved rounds and returns per-step medians.
+ * Every run is checked (step count, completion), so a side cannot win by doing less.
+ */
+export async function benchOverhead(options: OverheadBenchOptions = {}): Promise<OverheadRow[]> {
+  const steps = options.steps ?? 20;
+  const dir = await mkdtemp(path.join(tmpdir(), 'turnlog-bench-overhead-'));
+  const postgres = await openPostgresCheckpointer('turnlog_bench_overhead');
+  const memoryRuntime = conversationRuntime({ store: memoryStore(), steps });
+  const lowdbRuntime = conversationRuntime({ store: lowdbStore({ dir }), steps });
+  const memoryGraph = agentGraph({
+    model: conversationModel(steps),
+    checkpointer: new MemorySaver(),
+  });
+  const postgresGraph = agentGraph({
+    model: conversationModel(steps),
+    checkpointer: postgres.saver,
+  });
+  let run = 0;
+  const next = () => {
+    run += 1;
+    return `bench_${run}`;
+  };
+  try {
+    const samples = await interleave({
+      rounds: options.rounds ?? 15,
+      warmup: options.warmup ?? 3,
+      sides: {
+        streamText: () => runStreamText(steps),
+        turnlogMemory: () => runTurnlog({ runtime: memoryRuntime, sessionId: next(), steps }),
+        turnlogLowdb: () => runTurnlog({ runtime: lowdbRuntime, sessionId: next(), steps }),
+        langGraphMemory: () =>
+          runAgentGraph({ graph: memoryGraph, threadId: next(), steps, durability: 'async' }),
+        langGraphPostgres: () =>
+          runAgentGraph({ graph: postgresGraph, threadId: next(), steps, durability: 'async' }),
+        langGraphPostgresSync: () =>
+          runAgentGraph({ graph: postgresGraph, threadId: next(), steps, durability: 'sync' }),
+      },
+    });
+    const baseline = median(samples.streamText) / steps;
+    return (Object.keys(sideNames) as (keyof typeof sideNames)[]).map((key) => {
+      const conversationMs = median(samples[key]);
+      const stepMs = conversationMs / steps;
+      return { side: sideNames[key], conversationMs, stepMs, ratio: stepMs / baseline };
+    });
+  } finally {
+    await memoryRuntime.close();
+    await lowdbRuntime.close();
+    await postgres.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The overhead rows as a table with the issue's targets. */
+export function overheadTable(rows: OverheadRow[], options: OverheadBenchOptions = {}): BenchTable {
+  const find = (prefix: string) => rows.find((row) => row.side.startsWith(prefix));
+  const memory = find('(b)');
+  const lowdb = find('(c)');
+  const postgres = rows.filter((row) => row.side.includes('PostgresSaver'));
+  const fastestPostgres = Math.min(...postgres.map((row) => row.stepMs));
+  const target = (row: OverheadRow) => {
+    if (row === memory) return `≤ 1.5× (a): ${row.ratio <= 1.5 ? 'met' : 'MISSED'}`;
+    if (row === lowdb) {
+      return `faster than PostgresSaver: ${row.stepMs < fastestPostgres ? 'met' : 'MISSED'} (${(row.stepMs / fastestPostgres).toFixed(2)}× the fastest)`;
+    }
+    return '';
+  };
+  return {
+    title: `Orchestration overhead: ${options.steps ?? 20}-step tool conversation, zero-latency model`,
+    columns: ['side', 'per step', 'per conversation', 'ratio to (a)', 'target'],
+    rows: rows.map((row) => [
+      row.side,
+      formatMs(row.stepMs),
+      formatMs(row.conversationMs),
+      `${row.ratio.toFixed(2)}×`,
+      target(row),
+    ]),
+    notes: [
+      `medians of ${options.rounds ?? 15} interleaved rounds after ${options.warmup ?? 3} warm-up rounds; each round runs every side once, in a rotating order`,
+      'every side calls the same stateless AI SDK scripted model (streamed text and tool-argument deltas) and executes the same `add` tool; every run is checked for the full step count',
+      'LangGraph: StateGraph(MessagesAnnotation), an agent node (a BaseChatModel wrapping the scripted model, tools bound), the prebuilt ToolNode and toolsCondition; graph.invoke on a new thread per run',
+      'PostgresSaver instead of SqliteSaver: better-sqlite3 builds against Node 20 headers here and does not load under Node 24; PostgreSQL on 127.0.0.1:5432 (TCP), same disk as the lowdb temp dir',
+    ],
+  };
+}
+
+if (import.meta.main) {
+  console.log(formatTable(overheadTable(await benchOverhead())));
+}
