@@ -474,6 +474,36 @@ describe('turnMachine', () => {
       });
     });
 
+    it('a crash while stopping: the started call becomes indeterminate and is abandoned as unknown', () => {
+      const run = drive();
+      run.send(stepStarted());
+      run.send(stepCompleted([call('c1'), call('c2')]));
+      run.send(allow('c1'));
+      run.send(allow('c2'));
+      run.send(started('c1'));
+      run.send({ type: 'run.stop.requested', reason: 'user' });
+      run.send({ ...settled('c2'), outcome: 'cancelled' } as FactDraft);
+      expect(run.send({ type: 'tool.indeterminate', callId: 'c1', name: 'echo' })).toBe(
+        'settlingTools.stopping',
+      );
+      expect(
+        run.send({
+          type: 'run.recovered',
+          interrupted: 'settlingTools.stopping',
+          indeterminate: ['c1'],
+        }),
+      ).toBe('settlingTools.stopping');
+      expect(run.started.at(-1)).toMatchObject({
+        src: 'settleTool',
+        input: { phase: 'abandon', callId: 'c1', outcome: 'unknown' },
+      });
+      expect(run.send({ ...settled('c1'), outcome: 'unknown' } as FactDraft)).toBe('terminal');
+      expect(run.actor.getSnapshot().output).toEqual({
+        status: 'aborted',
+        reason: 'stop_requested',
+      });
+    });
+
     it('a started, unsettled call becomes indeterminate and waits for report-unknown', () => {
       const run = drive();
       run.send(stepStarted());
