@@ -35,11 +35,15 @@ export interface RecordedFetchRequest {
   method: string;
   headers: Record<string, string>;
   body: unknown;
+  /** The request's abort signal, so a test can check that a stop reached the wire. */
+  signal: AbortSignal | undefined;
 }
 
 export interface FakeFetch {
   fetch: typeof globalThis.fetch;
   requests: RecordedFetchRequest[];
+  /** Resolves with request `count` (1-based) once it was made (at once if it already was). */
+  request(count: number): Promise<RecordedFetchRequest>;
 }
 
 /** Serves `responses` in order (or computes each from the request). Running out is an error. */
@@ -49,14 +53,19 @@ export function createFakeFetch(
     | ((request: RecordedFetchRequest, index: number) => FakeResponse),
 ): FakeFetch {
   const requests: RecordedFetchRequest[] = [];
+  const waiting: { count: number; resolve: (request: RecordedFetchRequest) => void }[] = [];
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const request: RecordedFetchRequest = {
       url: input instanceof Request ? input.url : String(input),
       method: init?.method ?? 'GET',
       headers: Object.fromEntries(new Headers(init?.headers).entries()),
       body: typeof init?.body === 'string' ? JSON.parse(init.body) : init?.body,
+      signal: init?.signal ?? undefined,
     };
     requests.push(request);
+    for (const waiter of waiting.filter((candidate) => candidate.count === requests.length)) {
+      waiter.resolve(request);
+    }
     const index = requests.length - 1;
     const response = typeof responses === 'function' ? responses(request, index) : responses[index];
     if (response === undefined) {
@@ -82,7 +91,15 @@ export function createFakeFetch(
         });
     }
   };
-  return { fetch: fetch as typeof globalThis.fetch, requests };
+  return {
+    fetch: fetch as typeof globalThis.fetch,
+    requests,
+    request(count) {
+      const made = requests[count - 1];
+      if (made !== undefined) return Promise.resolve(made);
+      return new Promise((resolve) => waiting.push({ count, resolve }));
+    },
+  };
 }
 
 /** An SSE response for `lines`. */
@@ -102,10 +119,11 @@ export function openaiError(
   return { kind: 'http-error', status, body: { error: { param: null, ...error } }, headers };
 }
 
-/** An HTTP error with a JSON body in Gemini's shape. */
+/** An HTTP error with a JSON body in Gemini's shape (`retryDelay` becomes a `RetryInfo` detail). */
 export function googleError(
   status: number,
   error: { message: string; status: string; retryDelay?: string },
+  headers?: Record<string, string>,
 ): FakeResponse {
   const details =
     error.retryDelay === undefined
@@ -115,6 +133,7 @@ export function googleError(
     kind: 'http-error',
     status,
     body: { error: { code: status, message: error.message, status: error.status, details } },
+    headers,
   };
 }
 
@@ -158,6 +177,57 @@ export function geminiFinishReason(lines: readonly string[], finishReason: strin
     if (candidate?.finishReason === undefined) return line;
     return JSON.stringify({ ...chunk, candidates: [{ ...candidate, finishReason }] });
   });
+}
+
+/** A Chat Completions recording whose finishing chunk reports `finishReason` instead (e.g. `length`). */
+export function chatFinishReason(lines: readonly string[], finishReason: string): string[] {
+  return lines.map((line) => {
+    const chunk = JSON.parse(line) as { choices?: Record<string, unknown>[] };
+    const [choice] = chunk.choices ?? [];
+    if (choice?.finish_reason == null) return line;
+    return JSON.stringify({ ...chunk, choices: [{ ...choice, finish_reason: finishReason }] });
+  });
+}
+
+/**
+ * A Chat Completions recording whose whole tool calls (one chunk carrying id, name and all
+ * arguments, as xAI sends them) are re-sent the way OpenAI streams them: a chunk with the id,
+ * the name and empty arguments, then the arguments in `pieces` deltas. Other chunks are unchanged.
+ */
+export function chatToolArgumentDeltas(lines: readonly string[], pieces = 4): string[] {
+  return lines.flatMap((line) => {
+    const chunk = JSON.parse(line) as { choices?: { delta?: { tool_calls?: ChatToolCall[] } }[] };
+    const [choice, ...otherChoices] = chunk.choices ?? [];
+    const calls = choice?.delta?.tool_calls;
+    if (choice === undefined || otherChoices.length > 0 || calls === undefined) return [line];
+    const withDelta = (delta: object) =>
+      JSON.stringify({ ...chunk, choices: [{ ...choice, delta }] });
+    return calls.flatMap((call) => {
+      const { arguments: text, ...fn } = call.function;
+      const size = Math.max(1, Math.ceil(text.length / pieces));
+      const deltas = Array.from({ length: Math.ceil(text.length / size) }, (_, piece) =>
+        withDelta({
+          tool_calls: [
+            {
+              index: call.index,
+              function: { arguments: text.slice(piece * size, (piece + 1) * size) },
+            },
+          ],
+        }),
+      );
+      return [
+        withDelta({ tool_calls: [{ ...call, function: { ...fn, arguments: '' } }] }),
+        ...deltas,
+      ];
+    });
+  });
+}
+
+interface ChatToolCall {
+  index: number;
+  id?: string;
+  type?: string;
+  function: { name?: string; arguments: string };
 }
 
 function sseBody(
