@@ -1,0 +1,191 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Fact, factsOfType } from '../../events/facts.ts';
+import {
+  type KillRule,
+  printedHistory,
+  readExecutions,
+  readLog,
+  recoveredLine,
+  runChild,
+} from './crash-harness.ts';
+import { finalViolations } from './crash-invariants.ts';
+import { allCallIds, type ChildOptions, finalText } from './crash-scenario.ts';
+
+/**
+ * Issue 5's crash points: one child process per case runs the crash scenario on a lowdbStore
+ * and is SIGKILLed at one precise point; a second process recovers it and the run must end
+ * correctly, with no started tool executed again and exactly one run.ended.
+ */
+
+interface CrashPoint {
+  name: string;
+  /** How the first child differs from a plain run, so the kill lands at the point. */
+  first: Partial<ChildOptions>;
+  killWhen: () => KillRule;
+  /** The last fact of the log after the kill. */
+  lastFact: { type?: Fact['type']; state: string; callId?: string };
+  /** What the second child's `recover()` reported. */
+  recovered: { status: string; interruptedIn: string; indeterminate: string[] };
+  /** Calls the first process executed (each exactly once, none again by the second). */
+  executedByFirst: string[];
+  /** `step.started` attempts of each step, in order. */
+  attempts: number[][];
+  /** `retry.due` facts in the final log (a kill in the backoff leaves it to recovery). */
+  retriesDue: number;
+}
+
+const onLine =
+  (pattern: RegExp): (() => KillRule) =>
+  () =>
+  (line) =>
+    pattern.test(line) ? 0 : undefined;
+
+const plainAttempts = [[1], [1], [1, 2], [1]];
+
+const points: CrashPoint[] = [
+  {
+    name: 'after step.started (durable, request not sent)',
+    first: { hold: { type: 'step.started' } },
+    killWhen: onLine(/^hold \d+ step\.started$/),
+    lastFact: { type: 'step.started', state: 'requesting.streaming' },
+    recovered: { status: 'resumed', interruptedIn: 'requesting.streaming', indeterminate: [] },
+    executedByFirst: [],
+    attempts: [[1, 2], [1], [1, 2], [1]],
+    retriesDue: 1,
+  },
+  {
+    name: 'mid-stream (after the first text delta)',
+    first: { stallStream: true },
+    killWhen: onLine(/^delta$/),
+    lastFact: { type: 'step.started', state: 'requesting.streaming' },
+    recovered: { status: 'resumed', interruptedIn: 'requesting.streaming', indeterminate: [] },
+    executedByFirst: [],
+    attempts: [[1, 2], [1], [1, 2], [1]],
+    retriesDue: 1,
+  },
+  {
+    name: 'after step.completed (calls proven, none started)',
+    first: { hold: { type: 'step.completed' } },
+    killWhen: onLine(/^hold \d+ step\.completed$/),
+    lastFact: { type: 'step.completed', state: 'settlingTools.deciding' },
+    recovered: { status: 'resumed', interruptedIn: 'settlingTools.deciding', indeterminate: [] },
+    executedByFirst: [],
+    attempts: plainAttempts,
+    retriesDue: 1,
+  },
+  {
+    name: 'after tool.started (both tools sleeping)',
+    first: { toolMs: 60_000 },
+    killWhen: () => {
+      let executions = 0;
+      return (line) => (line.startsWith('exec ') && ++executions === 2 ? 0 : undefined);
+    },
+    lastFact: { type: 'tool.started', state: 'settlingTools.running' },
+    recovered: {
+      status: 'parked',
+      interruptedIn: 'settlingTools.running',
+      indeterminate: ['call_1a', 'call_1b'],
+    },
+    executedByFirst: ['call_1a', 'call_1b'],
+    attempts: plainAttempts,
+    retriesDue: 1,
+  },
+  {
+    name: 'after tool.settled (the last call of step 3)',
+    first: { hold: { type: 'tool.settled', callId: 'call_3a' } },
+    killWhen: onLine(/^hold \d+ tool\.settled$/),
+    lastFact: { type: 'tool.settled', state: 'projecting', callId: 'call_3a' },
+    recovered: { status: 'resumed', interruptedIn: 'projecting', indeterminate: [] },
+    executedByFirst: ['call_1a', 'call_1b', 'call_2a', 'call_2b', 'call_3a'],
+    attempts: plainAttempts,
+    retriesDue: 1,
+  },
+  {
+    name: 'while awaitingPermission (deploy asked, nobody answered)',
+    first: { holdPermission: true },
+    killWhen: onLine(/^fact \d+ \S+ awaitingPermission/),
+    lastFact: { state: 'awaitingPermission' },
+    recovered: { status: 'parked', interruptedIn: 'awaitingPermission', indeterminate: [] },
+    executedByFirst: ['call_1a', 'call_1b'],
+    attempts: plainAttempts,
+    retriesDue: 1,
+  },
+  {
+    name: 'during the retry backoff (after a 429)',
+    first: { retryAfterMs: 60_000 },
+    killWhen: onLine(/^fact \d+ step\.failed requesting\.backingOff$/),
+    lastFact: { type: 'step.failed', state: 'requesting.backingOff' },
+    recovered: { status: 'resumed', interruptedIn: 'requesting.backingOff', indeterminate: [] },
+    executedByFirst: ['call_1a', 'call_1b', 'call_2a', 'call_2b'],
+    attempts: plainAttempts,
+    retriesDue: 0,
+  },
+];
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function scenarioDir(): Omit<ChildOptions, 'mode'> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'turnlog-crash-point-'));
+  dirs.push(dir);
+  return {
+    dir: path.join(dir, 'store'),
+    sessionId: 'crash-point',
+    sideFile: path.join(dir, 'executions.log'),
+    markerFile: path.join(dir, 'failed-once'),
+    toolMs: 5,
+    chunkMs: 1,
+    retryAfterMs: 5,
+  };
+}
+
+describe('a run SIGKILLed at a crash point and recovered by a new process', () => {
+  it.each(points)('$name', async (point) => {
+    const base = scenarioDir();
+    const first = await runChild({ ...base, ...point.first, mode: 'start' }, point.killWhen());
+    expect(first.killed, first.stderr).toBe(true);
+    const before = await readLog(base.dir, base.sessionId);
+    expect(before.at(-1)).toMatchObject(point.lastFact);
+    const startedBefore = factsOfType(before, 'tool.started').map((fact) => fact.callId);
+
+    const second = await runChild({ ...base, mode: 'recover' });
+    expect(second.code, second.stderr).toBe(0);
+    expect(recoveredLine(second)).toEqual(point.recovered);
+    expect(second.lines).toContain('ended completed end_turn');
+
+    const facts = await readLog(base.dir, base.sessionId);
+    const executions = readExecutions(base.sideFile);
+    expect(finalViolations(facts, executions, printedHistory(second))).toEqual([]);
+    expect(factsOfType(facts, 'run.ended')).toMatchObject([
+      { status: 'completed', reason: 'end_turn' },
+    ]);
+    expect(factsOfType(facts, 'step.completed').at(-1)?.content).toEqual([
+      { type: 'text', text: finalText },
+    ]);
+    // Every call executed exactly once; a call started before the kill, by the first process only.
+    const byFirst = executions.filter((execution) => execution.pid === first.pid);
+    const bySecond = executions.filter((execution) => execution.pid === second.pid);
+    expect(executions).toHaveLength(byFirst.length + bySecond.length);
+    expect(byFirst.map((execution) => execution.callId).sort()).toEqual(point.executedByFirst);
+    expect(bySecond.map((execution) => execution.callId).sort()).toEqual(
+      allCallIds.filter((callId) => !point.executedByFirst.includes(callId)),
+    );
+    expect(bySecond.filter((execution) => startedBefore.includes(execution.callId))).toEqual([]);
+    const unknown = factsOfType(facts, 'tool.settled').filter((fact) => fact.outcome !== 'success');
+    expect(unknown.map((fact) => [fact.callId, fact.outcome])).toEqual(
+      point.recovered.indeterminate.map((callId) => [callId, 'unknown']),
+    );
+    const attempts = new Map<string, number[]>();
+    for (const fact of factsOfType(facts, 'step.started')) {
+      attempts.set(fact.stepId, [...(attempts.get(fact.stepId) ?? []), fact.attempt]);
+    }
+    expect([...attempts.values()]).toEqual(point.attempts);
+    expect(factsOfType(facts, 'retry.due')).toHaveLength(point.retriesDue);
+    expect(factsOfType(facts, 'run.recovered')).toHaveLength(1);
+  });
+});
