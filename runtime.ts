@@ -93,7 +93,8 @@ interface LiveRun {
  * console.log((await turn.done).status); // 'completed'
  */
 export function createRuntime(options: RuntimeOptions) {
-  const adapter = toAdapter(options.model);
+  const now = options.now ?? Date.now;
+  const adapter = toAdapter(options.model, now);
   const tools = options.tools ?? {};
   const toolDefinitions = toModelToolDefinitions(tools);
   const toolRuntime = createToolRuntime({
@@ -102,7 +103,6 @@ export function createRuntime(options: RuntimeOptions) {
   });
   const store = options.store ?? lowdbStore({ dir: '.turnlog' });
   const limits = resolveLimits(options.limits);
-  const now = options.now ?? Date.now;
   const generateId = options.generateId ?? createIdGenerator({ now });
   const random = options.random ?? Math.random;
   const inspect = options.inspect;
@@ -476,7 +476,7 @@ function openRunOf(facts: readonly Fact[]) {
       };
 }
 
-function toAdapter(model: RuntimeOptions['model']): ModelAdapter {
+function toAdapter(model: RuntimeOptions['model'], now: () => number): ModelAdapter {
   if (
     typeof model === 'object' &&
     model !== null &&
@@ -486,7 +486,8 @@ function toAdapter(model: RuntimeOptions['model']): ModelAdapter {
   ) {
     return model as ModelAdapter;
   }
-  return aiSdkAdapter(model as AiSdkLanguageModel);
+  // The runtime's clock reads Retry-After dates too: the delay lands in step.failed.
+  return aiSdkAdapter(model as AiSdkLanguageModel, { now });
 }
 
 function resolveLimits(overrides: Partial<RunLimits> = {}): RunLimits {

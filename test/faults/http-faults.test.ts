@@ -1,5 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FactOf } from '../../events/facts.ts';
+import { memoryStore } from '../../store/memory-store.ts';
+import { createFakeFetch, openaiError } from '../helpers/fake-fetch.ts';
+import { testRuntime } from '../runtime/runtime-helpers.ts';
 import {
   faultRuntime,
   finishWithFakeTimers,
@@ -203,6 +206,30 @@ describe('retry timing through openai-responses', () => {
     expect(facts.find((fact) => fact.type === 'run.stop.requested')?.state).toBe('terminal');
     expect(vi.getTimerCount()).toBe(0);
     expect(fake.requests).toHaveLength(1);
+    await runtime.close();
+  });
+
+  it("reads a Retry-After HTTP date against the runtime's clock (now), not the machine's", async () => {
+    const clock = Date.UTC(2026, 10, 1, 12, 0, 0);
+    const fake = createFakeFetch([
+      openaiError(
+        429,
+        { message: 'Rate limit reached for requests', type: 'requests' },
+        { 'retry-after': new Date(clock + 2_000).toUTCString() },
+      ),
+      serve(profile.text),
+    ]);
+    const runtime = testRuntime(memoryStore(), {
+      model: profile.model(fake.fetch),
+      now: () => clock,
+    });
+    const turn = await runtime.send({ sessionId: 's1', text: 'go' });
+
+    expect(await finishWithFakeTimers(turn)).toMatchObject({ status: 'completed' });
+    expect(trace(await runtime.facts('s1')).slice(2, 4)).toEqual([
+      'step.failed step_1 rate_limit, retryable, before output, status 429, retry after 2000 ms',
+      'retry.due step_1 attempt 2',
+    ]);
     await runtime.close();
   });
 });
