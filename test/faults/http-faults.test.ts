@@ -179,9 +179,34 @@ describe.each(providers)('HTTP failures through $name', (profile) => {
   );
 });
 
-describe('retry timing through openai-responses', () => {
+describe('quota, stop during the backoff and Retry-After dates through openai-responses', () => {
   const [profile] = providers;
   if (profile === undefined) throw new Error('no provider profile');
+
+  it('429 insufficient_quota is quota, not a rate limit: one attempt, failed at once', async () => {
+    const { runtime, fake } = faultRuntime(profile, [
+      openaiError(
+        429,
+        {
+          message: 'You exceeded your current quota, please check your plan and billing details.',
+          type: 'insufficient_quota',
+          code: 'insufficient_quota',
+        },
+        { 'retry-after': '2' },
+      ),
+    ]);
+    const turn = await runtime.send({ sessionId: 's1', text: 'go' });
+
+    expect(await turn.done).toMatchObject({ status: 'failed', reason: 'provider_error' });
+    expect(trace(await runtime.facts('s1'))).toEqual([
+      'run.started',
+      'step.started step_1 attempt 1',
+      'step.failed step_1 quota, final, before output, status 429',
+      'run.ended failed provider_error',
+    ]);
+    expect(fake.requests).toHaveLength(1);
+    await runtime.close();
+  });
 
   it('a stop during the backoff ends the run aborted: the wait is cancelled and nothing is re-sent', async () => {
     const { runtime, fake } = faultRuntime(profile, [

@@ -261,6 +261,24 @@ describe.each(providers)('malformed and stalled streams through $name', (profile
     await runtime.close();
   });
 
+  it('a request that never gets a response ends only by stop(): aborted, nothing else logged', async () => {
+    const { runtime, fake } = faultRuntime(profile, [{ kind: 'hang' }]);
+    const turn = await runtime.send({ sessionId: 's1', text: 'go' });
+    await fake.request(1);
+
+    await runtime.stop({ sessionId: 's1' });
+    expect(await turn.done).toMatchObject({ status: 'aborted', reason: 'stop_requested' });
+    expect(trace(await runtime.facts('s1'))).toEqual([
+      'run.started',
+      'step.started step_1 attempt 1',
+      'run.stop.requested',
+      'run.ended aborted stop_requested',
+    ]);
+    expect(fake.requests).toHaveLength(1);
+    expect(fake.requests[0]?.signal?.aborted).toBe(true);
+    await runtime.close();
+  });
+
   it('a stream that stalls in the middle of tool arguments: stop() ends it aborted; the tool never runs', async () => {
     const { runtime, fake, executions } = faultRuntime(profile, [
       serve(profile.toolCall, { kind: 'stall', afterLines: profile.argumentCut }),

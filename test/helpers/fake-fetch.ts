@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { assertNever } from '../../events/facts.ts';
 
 /**
  * A fake `fetch` for replaying recorded provider streams through the real provider packages
@@ -28,7 +29,9 @@ export type FakeResponse =
     }
   | { kind: 'http-error'; status: number; body: unknown; headers?: Record<string, string> }
   /** The connection fails before any byte (`fetch` rejects, as undici does). */
-  | { kind: 'connection-error'; code?: string };
+  | { kind: 'connection-error'; code?: string }
+  /** No response ever arrives: `fetch` stays pending until the request is aborted. */
+  | { kind: 'hang' };
 
 export interface RecordedFetchRequest {
   url: string;
@@ -76,6 +79,10 @@ export function createFakeFetch(
     switch (response.kind) {
       case 'connection-error':
         throw connectionError(response.code ?? 'ECONNREFUSED');
+      case 'hang':
+        return new Promise<Response>((_resolve, reject) => {
+          signal?.addEventListener('abort', () => reject(signal.reason), { once: true });
+        });
       case 'http-error':
         return new Response(
           typeof response.body === 'string' ? response.body : JSON.stringify(response.body),
@@ -89,6 +96,8 @@ export function createFakeFetch(
           status: 200,
           headers: { 'content-type': 'text/event-stream', ...response.headers },
         });
+      default:
+        return assertNever(response, 'fake response');
     }
   };
   return {
