@@ -33,10 +33,14 @@ export function conversationStep(index: number, steps: number): ScriptedResponse
   };
 }
 
-/** How many tool results the prompt carries: the number of steps already completed. */
+/**
+ * How many tool results the prompt carries since its last user message: the number of steps
+ * this turn has completed (earlier turns of the session do not count).
+ */
 export function completedSteps(prompt: LanguageModelV4Prompt): number {
   let results = 0;
   for (const message of prompt) {
+    if (message.role === 'user') results = 0;
     if (message.role !== 'tool') continue;
     for (const part of message.content) if (part.type === 'tool-result') results += 1;
   }

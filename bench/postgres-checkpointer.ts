@@ -16,11 +16,19 @@ const tables = ['checkpoints', 'checkpoint_blobs', 'checkpoint_writes'] as const
 
 /** Bytes a thread's checkpoints take in Postgres. */
 export interface CheckpointBytes {
-  /** The thread's rows as stored (`pg_column_size` of each row, TOAST-compressed values included). */
+  /** The thread's rows as stored (`pg_column_size` of each row; large values TOAST-compressed). */
   rows: number;
+  /** The thread's payloads uncompressed: checkpoint and metadata JSON, blob and write bytes. */
+  payload: number;
   /** The three tables on disk: heap, TOAST and indexes (`pg_total_relation_size`). */
   relations: number;
 }
+
+const payloadSql: Record<(typeof tables)[number], string> = {
+  checkpoints: 'octet_length(checkpoint::text) + octet_length(metadata::text)',
+  checkpoint_blobs: 'coalesce(octet_length(blob), 0)',
+  checkpoint_writes: 'octet_length(blob)',
+};
 
 /**
  * Opens a `PostgresSaver` in its own schema (dropped and created anew), with helpers to
@@ -42,20 +50,22 @@ export async function openPostgresCheckpointer(schema: string) {
     /** Bytes of one thread's rows, and of the whole tables (meaningful after `truncate()`). */
     async bytes(threadId: string): Promise<CheckpointBytes> {
       let rows = 0;
+      let payload = 0;
       let relations = 0;
       for (const table of tables) {
-        const rowResult = await pool.query<{ bytes: string | null }>(
-          `SELECT sum(pg_column_size(t.*)) AS bytes FROM ${schema}.${table} t WHERE thread_id = $1`,
+        const rowResult = await pool.query<{ bytes: string | null; payload: string | null }>(
+          `SELECT sum(pg_column_size(t.*)) AS bytes, sum(${payloadSql[table]}) AS payload FROM ${schema}.${table} t WHERE thread_id = $1`,
           [threadId],
         );
         rows += Number(rowResult.rows[0]?.bytes ?? 0);
+        payload += Number(rowResult.rows[0]?.payload ?? 0);
         const relationResult = await pool.query<{ bytes: string }>(
           'SELECT pg_total_relation_size($1::regclass) AS bytes',
           [`${schema}.${table}`],
         );
         relations += Number(relationResult.rows[0]?.bytes ?? 0);
       }
-      return { rows, relations };
+      return { rows, payload, relations };
     },
     /** Empties the checkpoint tables before a measurement (TRUNCATE gives their space back at once). */
     async truncate(): Promise<void> {

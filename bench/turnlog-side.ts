@@ -13,8 +13,8 @@ const addInput = z.object({ a: z.number(), b: z.number() });
 export function conversationRuntime(options: {
   store: EventStore;
   steps: number;
-  /** Default: the runtime's own permission (`allow`). */
-  permission?: 'allow' | 'ask';
+  /** The `add` tool's permission (default `allow`); a function is asked for every call. */
+  permission?: 'allow' | 'ask' | ((input: { a: number; b: number }) => 'allow' | 'ask');
 }): Runtime {
   return createRuntime({
     model: conversationModel(options.steps),
