@@ -3,14 +3,8 @@ import type { FactOf } from '../../events/facts.ts';
 import { memoryStore } from '../../store/memory-store.ts';
 import { createFakeFetch } from '../helpers/fake-fetch.ts';
 import { testRuntime } from '../runtime/runtime-helpers.ts';
-import {
-  bodyStrings,
-  countedTools,
-  faultRuntime,
-  providers,
-  serve,
-  trace,
-} from './fault-harness.ts';
+import { bodyStrings, countedTools, faultRuntime, trace } from './fault-harness.ts';
+import { providers, serve } from './provider-profiles.ts';
 
 describe.each(providers)('output cut off at the token limit through $name', (profile) => {
   it(`a tool call in a response that finished ${profile.cutOffReason} is withheld, never run, and the model is told`, async () => {

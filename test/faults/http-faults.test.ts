@@ -3,15 +3,8 @@ import type { FactOf } from '../../events/facts.ts';
 import { memoryStore } from '../../store/memory-store.ts';
 import { createFakeFetch, openaiError } from '../helpers/fake-fetch.ts';
 import { testRuntime } from '../runtime/runtime-helpers.ts';
-import {
-  faultRuntime,
-  finishWithFakeTimers,
-  providers,
-  serve,
-  settledCalls,
-  trace,
-  watch,
-} from './fault-harness.ts';
+import { faultRuntime, finishWithFakeTimers, trace, watch } from './fault-harness.ts';
+import { providers, serve, settledCalls } from './provider-profiles.ts';
 
 // Retry waits run on fake timers: only setTimeout is faked, so streams and the store keep their
 // microtasks and the AI SDK is untouched.
