@@ -108,6 +108,14 @@ export function createRuntime(options: RuntimeOptions) {
   const inspect = options.inspect;
 
   const live = new Map<string, LiveRun>();
+  // The actors are provided once; each finds its run's services here by runId.
+  const runServices = new Map<string, RunServices>();
+  const machine = liveTurnMachine((runId) => {
+    const services = runServices.get(runId);
+    if (services === undefined)
+      throw new Error(`turnlog: no live run ${runId} (an actor outlived its run)`);
+    return services;
+  });
   // Per unfinished run: the `done` resolvers and a weak reference to the caller's event buffer.
   const channels = new Map<string, TurnSink>();
   const locks = new Map<string, Promise<unknown>>();
@@ -169,9 +177,10 @@ export function createRuntime(options: RuntimeOptions) {
       prepared: new Map(),
       onError: (error) => driver.fail(error),
     };
+    runServices.set(ids.runId, services);
     driver = createRunDriver({
       store,
-      machine: liveTurnMachine(services),
+      machine,
       ...ids,
       facts,
       now,
@@ -186,17 +195,23 @@ export function createRuntime(options: RuntimeOptions) {
     driver.ended.then(
       () => {
         channel.end(turnResult(driver.facts, ids.runId));
-        channels.delete(ids.runId);
-        if (live.get(ids.sessionId)?.driver === driver) live.delete(ids.sessionId);
+        forget(ids, driver);
       },
       (error) => {
         channel.fail(error);
-        channels.delete(ids.runId);
-        if (live.get(ids.sessionId)?.driver === driver) live.delete(ids.sessionId);
+        forget(ids, driver);
       },
     );
     live.set(ids.sessionId, { driver, controller });
     return driver;
+  }
+
+  /** The run is over (or its driver failed): the runtime keeps nothing of it. */
+  function forget(ids: { sessionId: string; runId: string }, driver: RunDriver) {
+    channels.delete(ids.runId);
+    if (live.get(ids.sessionId)?.driver !== driver) return;
+    live.delete(ids.sessionId);
+    runServices.delete(ids.runId);
   }
 
   /** A run waiting for a person holds no actor: drop it; the log rehydrates it on `decide()`. */
@@ -210,6 +225,7 @@ export function createRuntime(options: RuntimeOptions) {
       if (live.get(sessionId)?.driver !== driver) return;
       driver.release();
       live.delete(sessionId);
+      runServices.delete(driver.runId);
     }).catch(() => {
       // Closed meanwhile: close() releases every live run itself.
     });
@@ -388,6 +404,7 @@ export function createRuntime(options: RuntimeOptions) {
       }
       await Promise.all([...live.values()].map((run) => run.driver.settled()));
       live.clear();
+      runServices.clear();
       const closedError = new RuntimeClosedError({
         message:
           'The runtime was closed before this run ended; it stays unfinished in the log: call recover() on a new runtime to resume it.',

@@ -74,8 +74,12 @@ export interface ScriptedModelOptions {
 
 /** An AI SDK language model (spec v4) that plays a script. */
 export interface ScriptedModel extends LanguageModelV4 {
-  /** The options of every call the model received, in order. */
-  readonly requests: LanguageModelV4CallOptions[];
+  /**
+   * The options of every call the model received, in order — without their `abortSignal`:
+   * a signal keeps its listeners (the SDK's whole stream pipeline) alive, so recording it would
+   * keep every finished request in memory.
+   */
+  readonly requests: Omit<LanguageModelV4CallOptions, 'abortSignal'>[];
   doStream(options: LanguageModelV4CallOptions): Promise<LanguageModelV4StreamResult>;
   doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult>;
 }
@@ -97,7 +101,7 @@ export function scriptedModel(
   steps: readonly ScriptedStep[],
   options: ScriptedModelOptions = {},
 ): ScriptedModel {
-  const requests: LanguageModelV4CallOptions[] = [];
+  const requests: Omit<LanguageModelV4CallOptions, 'abortSignal'>[] = [];
   const modelId = options.modelId ?? 'scripted-model';
   let callCounter = 0;
 
@@ -105,7 +109,8 @@ export function scriptedModel(
     response: ScriptedResponse;
     n: number;
   } {
-    requests.push(call);
+    const { abortSignal: _signal, ...recorded } = call;
+    requests.push(recorded);
     const step = steps[requests.length - 1];
     if (step === undefined) {
       throw new ScriptExhaustedError({

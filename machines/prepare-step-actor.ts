@@ -1,6 +1,11 @@
 import { projectHistory } from '../events/project-history.ts';
 import { estimateRequestTokens, outputReserve } from './estimate-tokens.ts';
-import { fromTask, type PreparedRequest, type RunServices } from './run-services.ts';
+import {
+  fromTask,
+  type PreparedRequest,
+  type RunServices,
+  type ServicesOf,
+} from './run-services.ts';
 import type { PrepareStepInput } from './turn-machine.ts';
 
 /** Builds the next request from the log alone (I6): the history projection, the system prompt, the tools. */
@@ -23,8 +28,8 @@ export const preparedKey = (stepId: string, attempt: number) => `${stepId}#${att
  * estimates its size. Over the context budget it commits `compaction.started`; otherwise it
  * commits `step.started` with the request capture — durable before anything is sent (I2).
  */
-export function prepareStepActor(services: RunServices) {
-  return fromTask<PrepareStepInput>(async (input, signal) => {
+export function prepareStepActor(servicesOf: ServicesOf) {
+  return fromTask<PrepareStepInput>(servicesOf, async (services, input, signal) => {
     const request = buildRequest(services);
     // Read in the same tick as the projection: a steering fact after it makes the run continue.
     const projectedThroughSeq = services.facts().at(-1)?.seq ?? 0;
@@ -54,5 +59,5 @@ export function prepareStepActor(services: RunServices) {
       projectedThroughSeq,
     });
     if (!taken) services.prepared.delete(preparedKey(stepId, attempt));
-  }, services.onError);
+  });
 }

@@ -1,6 +1,6 @@
 import type { ModelStepEvent } from '../adapters/model-adapter.ts';
 import { buildRequest, preparedKey } from './prepare-step-actor.ts';
-import { fromTask, type RunServices } from './run-services.ts';
+import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
 import type { ProviderStepInput } from './turn-machine.ts';
 
 /** How long streamed output may wait before the partial snapshot slot is rewritten. */
@@ -12,8 +12,8 @@ const partialFlushMs = 200;
  * snapshot slot); the step ends with exactly one `step.completed` or `step.failed`, which the
  * driver commits before the machine sees it. Output after the actor was stopped is dropped (I10).
  */
-export function providerStepActor(services: RunServices) {
-  return fromTask<ProviderStepInput>(async (input, signal) => {
+export function providerStepActor(servicesOf: ServicesOf) {
+  return fromTask<ProviderStepInput>(servicesOf, async (services, input, signal) => {
     const { sessionId, runId, stepId, attempt } = input;
     const key = preparedKey(stepId, attempt);
     const request = services.prepared.get(key) ?? buildRequest(services);
@@ -58,5 +58,5 @@ export function providerStepActor(services: RunServices) {
       await saving;
       await services.store.clearPartial(sessionId);
     }
-  }, services.onError);
+  });
 }

@@ -1,10 +1,11 @@
-import { type AnyActorLogic, initialTransition, transition } from 'xstate';
+import { initialTransition } from 'xstate';
 import type { Fact, FactOf } from '../events/facts.ts';
 import {
   isTurnlogErrorNamed,
   TurnlogError,
   type TurnlogErrorOptions,
 } from '../events/turnlog-error.ts';
+import { pureTransition } from './pure-transition.ts';
 import type { TurnActor, TurnMachine } from './run-driver.ts';
 import { stateToString } from './state-path.ts';
 import { inputFromRunStarted } from './turn-context.ts';
@@ -82,7 +83,7 @@ export function foldRun(
       check(fact, snapshot);
       continue;
     }
-    [snapshot] = transition(machine as AnyActorLogic, snapshot, fact) as [TurnSnapshot, unknown];
+    snapshot = pureTransition(machine, snapshot, fact);
     check(fact, snapshot);
   }
   return { snapshot, facts, ended };

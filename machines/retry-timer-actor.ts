@@ -1,4 +1,4 @@
-import { fromTask, type RunServices } from './run-services.ts';
+import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
 import type { RetryTimerInput } from './turn-machine.ts';
 
 const baseDelayMs = 1_000;
@@ -22,8 +22,8 @@ export function retryDelayMs(
  * the next attempt — the timer's expiry is a fact, so the log holds the transition. Stopping the
  * actor (a stop, a restart) cancels the wait.
  */
-export function retryTimerActor(services: RunServices) {
-  return fromTask<RetryTimerInput>(async (input, signal) => {
+export function retryTimerActor(servicesOf: ServicesOf) {
+  return fromTask<RetryTimerInput>(servicesOf, async (services, input, signal) => {
     const delay = retryDelayMs(input, services.random);
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, delay);
@@ -34,5 +34,5 @@ export function retryTimerActor(services: RunServices) {
     });
     if (signal.aborted) return;
     await services.commit({ type: 'retry.due', stepId: input.stepId, attempt: input.attempt + 1 });
-  }, services.onError);
+  });
 }

@@ -1,15 +1,14 @@
 import {
   type Actor,
-  type AnyActorLogic,
   createActor,
   type InspectionEvent,
   initialTransition,
   type Observer,
-  transition,
 } from 'xstate';
 import type { Fact, FactDraft, FactOf, NewFact } from '../events/facts.ts';
 import type { IdGenerator } from '../events/ids.ts';
 import type { EventStore } from '../store/event-store.ts';
+import { pureTransition } from './pure-transition.ts';
 import { stateToString } from './state-path.ts';
 import type { TurnInput, TurnOutcome } from './turn-context.ts';
 import type { turnMachine } from './turn-machine.ts';
@@ -130,6 +129,7 @@ export function createRunDriver(options: RunDriverOptions) {
   }
 
   return {
+    runId,
     /** The session's facts, including every fact this driver committed. */
     facts: facts as readonly Fact[],
     /** Resolves with the run's `run.ended`; rejects if the log could not be written. */
@@ -175,10 +175,7 @@ export function createRunDriver(options: RunDriverOptions) {
         // The store assigns this same seq: appends are serialized and checked with expectedSeq.
         const probe = { ...fact, seq: lastSeq() + 1 } as Fact;
         if (!snapshot.can(probe)) return false;
-        const [next] = transition(machine as AnyActorLogic, snapshot, probe) as [
-          TurnSnapshot,
-          unknown,
-        ];
+        const next = pureTransition(machine, snapshot, probe);
         const state = stateToString(next.value);
         const stored = await append({ ...fact, state });
         if (stored === undefined) {

@@ -33,18 +33,22 @@ export interface RunServices {
   onError: (error: unknown) => void;
 }
 
+/** Finds the services of a live run: the actors are provided once per runtime, not per run. */
+export type ServicesOf = (runId: string) => RunServices;
+
 /**
- * An XState callback actor running one async task. The task gets the actor's own abort signal,
- * aborted when the machine stops the actor (it left the state that invoked it). Failures go to
- * `onError`: actors report outcomes only by committing facts.
+ * An XState callback actor running one async task of the run named by its input. The task gets
+ * the actor's own abort signal, aborted when the machine stops the actor (it left the state that
+ * invoked it). Failures go to the run's `onError`: actors report outcomes only by committing facts.
  */
-export function fromTask<TInput>(
-  task: (input: TInput, signal: AbortSignal) => Promise<void>,
-  onError: (error: unknown) => void,
+export function fromTask<TInput extends { runId: string }>(
+  servicesOf: ServicesOf,
+  task: (services: RunServices, input: TInput, signal: AbortSignal) => Promise<void>,
 ) {
   return fromCallback<never, TInput>(({ input }) => {
     const controller = new AbortController();
-    task(input, controller.signal).catch(onError);
+    const services = servicesOf(input.runId);
+    task(services, input, controller.signal).catch(services.onError);
     return () => controller.abort();
   });
 }

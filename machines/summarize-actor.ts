@@ -1,7 +1,7 @@
 import type { Fact } from '../events/facts.ts';
 import type { ModelMessage } from '../events/messages.ts';
 import { projectHistory } from '../events/project-history.ts';
-import { fromTask, type RunServices } from './run-services.ts';
+import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
 import type { SummarizeInput } from './turn-machine.ts';
 
 const summarySystem =
@@ -58,8 +58,8 @@ export function transcript(messages: readonly ModelMessage[]): string {
  * the older history; commits `compaction.completed` (facts stay in the log; projection uses the
  * summary) or `compaction.failed`.
  */
-export function summarizeActor(services: RunServices) {
-  return fromTask<SummarizeInput>(async (input, signal) => {
+export function summarizeActor(servicesOf: ServicesOf) {
+  return fromTask<SummarizeInput>(servicesOf, async (services, input, signal) => {
     const facts = services.facts();
     const throughSeq = chooseThroughSeq(facts, input.runId);
     if (throughSeq === undefined) {
@@ -104,5 +104,5 @@ export function summarizeActor(services: RunServices) {
       tokensBefore: Math.ceil(text.length / 4),
       tokensAfter: Math.ceil(summary.length / 4),
     });
-  }, services.onError);
+  });
 }

@@ -1,6 +1,6 @@
 import type { ToolCallRecord } from '../events/facts.ts';
 import type { SettleContext } from '../tools/tool.ts';
-import { fromTask, type RunServices } from './run-services.ts';
+import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
 import type { SettleToolInput } from './turn-machine.ts';
 
 /** The call record of `callId` in the completed step `stepId`, as the guard judged it. */
@@ -21,8 +21,8 @@ function findCall(services: RunServices, stepId: string, callId: string): ToolCa
  * that will not run). It reports only by committing facts; its last one is the call's
  * `tool.settled` (or, when deciding, the decision). Tools honour the run's stop signal and grace.
  */
-export function toolActor(services: RunServices) {
-  return fromTask<SettleToolInput>(async (input) => {
+export function toolActor(servicesOf: ServicesOf) {
+  return fromTask<SettleToolInput>(servicesOf, async (services, input) => {
     const call = findCall(services, input.stepId, input.callId);
     const context: SettleContext = {
       sessionId: input.sessionId,
@@ -48,5 +48,5 @@ export function toolActor(services: RunServices) {
           context,
         );
     }
-  }, services.onError);
+  });
 }

@@ -66,21 +66,33 @@ export function createTurnChannel(
   seen: readonly TurnEvent[] = [],
 ): { handle: TurnHandle; sink: TurnSink } {
   const buffer = new EventBuffer([...seen]);
-  const bufferRef = new WeakRef(buffer);
   let resolve!: (result: TurnResult) => void;
   let reject!: (error: unknown) => void;
   const done = new Promise<TurnResult>((onResolve, onReject) => {
     resolve = onResolve;
     reject = onReject;
   });
-  // A caller that never awaits `done` must not get an unhandled rejection.
-  done.catch(() => {});
+  // A caller that never awaits `done` must not get an unhandled rejection. (`ignore` is declared
+  // outside this scope: a closure created here would keep `buffer` alive through `done`.)
+  done.catch(ignore);
   const handle: TurnHandle = {
     ...ids,
     done,
     events: { [Symbol.asyncIterator]: () => buffer.iterate() },
   };
-  const sink: TurnSink = {
+  return { handle, sink: createSink(new WeakRef(buffer), resolve, reject) };
+}
+
+function ignore() {}
+
+// Built in its own scope: a closure here must not capture `buffer` itself (V8 shares one context
+// per scope), or the runtime would keep every handle's events alive through the sink.
+function createSink(
+  bufferRef: WeakRef<EventBuffer>,
+  resolve: (result: TurnResult) => void,
+  reject: (error: unknown) => void,
+): TurnSink {
+  return {
     push: (event) => bufferRef.deref()?.push(event),
     end: (result) => {
       bufferRef.deref()?.close();
@@ -91,7 +103,6 @@ export function createTurnChannel(
       reject(error);
     },
   };
-  return { handle, sink };
 }
 
 /** An append-only event list that any number of async iterators read from the start. */

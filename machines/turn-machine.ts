@@ -46,6 +46,7 @@ export interface ProviderStepInput {
 
 /** Input of the `retryTimer` actor (in `requesting.backingOff`). */
 export interface RetryTimerInput {
+  runId: string;
   stepId: string;
   /** The attempt that failed; `retry.due` carries the next one. */
   attempt: number;
@@ -387,6 +388,7 @@ export const turnMachine = setup({
           invoke: {
             src: 'retryTimer',
             input: ({ context }) => ({
+              runId: context.runId,
               stepId: context.retry?.stepId ?? '',
               attempt: context.attempt,
               retryAfterMs: context.retryAfterMs,

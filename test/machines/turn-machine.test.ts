@@ -257,7 +257,7 @@ describe('turnMachine', () => {
     expect(run.send(failed('rate_limit', { retryAfterMs: 2000 }))).toBe('requesting.backingOff');
     expect(run.started.at(-1)).toEqual({
       src: 'retryTimer',
-      input: { stepId: 'step_1', attempt: 1, retryAfterMs: 2000 },
+      input: { runId: 'run_1', stepId: 'step_1', attempt: 1, retryAfterMs: 2000 },
     });
     expect(run.can({ type: 'retry.due', stepId: 'step_1', attempt: 3 })).toBe(false);
     expect(run.send({ type: 'retry.due', stepId: 'step_1', attempt: 2 })).toBe('projecting');
