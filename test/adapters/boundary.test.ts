@@ -92,7 +92,15 @@ describe('the adapter boundary (I4)', () => {
 
 describe('imports of the AI SDK', () => {
   // The library's own source. Examples are user code: they import @ai-sdk/openai to build a model.
-  const scanned = ['events', 'machines', 'tools', 'store', 'runtime.ts', 'runtime-errors.ts', 'index.ts'];
+  const scanned = [
+    'events',
+    'machines',
+    'tools',
+    'store',
+    'runtime.ts',
+    'runtime-errors.ts',
+    'index.ts',
+  ];
 
   function sourceFiles(path: string): string[] {
     let stats: ReturnType<typeof statSync>;
