@@ -1,4 +1,4 @@
-import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
+import { fromTask, type ServicesOf } from './run-services.ts';
 import type { RetryTimerInput } from './turn-machine.ts';
 
 const baseDelayMs = 1_000;

@@ -1,7 +1,7 @@
 import type { Fact } from '../events/facts.ts';
 import type { ModelMessage } from '../events/messages.ts';
 import { projectHistory } from '../events/project-history.ts';
-import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
+import { fromTask, type ServicesOf } from './run-services.ts';
 import type { SummarizeInput } from './turn-machine.ts';
 
 const summarySystem =
