@@ -43,6 +43,8 @@ export const defaultLimits: RunLimits = {
   contextWindowTokens: undefined,
   toolConcurrency: 4,
   stopGraceMs: 5_000,
+  // Generous: a reasoning model may think for minutes before its first part.
+  streamIdleMs: 600_000,
 };
 
 export interface RuntimeOptions {
@@ -510,7 +512,7 @@ function toAdapter(model: RuntimeOptions['model'], now: () => number): ModelAdap
 function resolveLimits(overrides: Partial<RunLimits> = {}): RunLimits {
   const limits = { ...defaultLimits, ...overrides };
   for (const [key, value] of Object.entries(limits)) {
-    const optional = key === 'maxOutputTokens' || key === 'contextWindowTokens';
+    const optional = key === 'maxOutputTokens' || key === 'contextWindowTokens' || key === 'streamIdleMs';
     if (value === undefined && optional) continue;
     const allowsZero = key === 'stopGraceMs';
     if (typeof value !== 'number' || !Number.isInteger(value) || value < (allowsZero ? 0 : 1)) {

@@ -1,9 +1,10 @@
-import type { LanguageModelV3, LanguageModelV4 } from '@ai-sdk/provider';
+import type { LanguageModelV3, LanguageModelV4, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { stepCountIs, streamText, wrapLanguageModel } from 'ai';
 import type { ProviderFailure, RequestCapture } from '../events/facts.ts';
 import { hashJson } from '../events/json.ts';
 import { UnsupportedModelError } from './adapter-errors.ts';
 import { createEventQueue, type EventQueue } from './event-queue.ts';
+import { createIdleTimeout } from './idle-timeout.ts';
 import { resolveFinishReason } from './finish-reason.ts';
 import { toAiSdkMessages, toAiSdkTools } from './message-conversion.ts';
 import type {
@@ -55,7 +56,8 @@ export function aiSdkAdapter(
   const modelId = model.modelId;
 
   function capture(request: Omit<ModelStepRequest, 'abortSignal'>): RequestCapture {
-    const { abortSignal: _abortSignal, ...body } = request as ModelStepRequest;
+    // The hash identifies what is sent: the abort signal and the idle limit are not.
+    const { abortSignal: _abortSignal, idleTimeoutMs: _idleTimeoutMs, ...body } = request as ModelStepRequest;
     return {
       provider,
       modelId,
@@ -101,10 +103,12 @@ async function runStep({
   settings: AiSdkAdapterOptions['settings'];
 }): Promise<ModelStepCompletion> {
   const recorders: StreamRecorder[] = [];
+  const idle = createIdleTimeout(request.idleTimeoutMs);
+  const abortSignal = AbortSignal.any([request.abortSignal, idle.signal]);
   const onAbort = () => {
     for (const recorder of recorders) recorder.aborted();
   };
-  request.abortSignal.addEventListener('abort', onAbort, { once: true });
+  abortSignal.addEventListener('abort', onAbort, { once: true });
   // One recorder (and so one guard) per physical request: concurrent steps never share one.
   const observedModel = wrapLanguageModel({
     model,
@@ -113,10 +117,16 @@ async function runStep({
       async wrapStream({ doStream }) {
         const recorder = createStreamRecorder({ maxOutputTokens: request.maxOutputTokens });
         recorders.push(recorder);
-        if (request.abortSignal.aborted) recorder.aborted();
+        if (abortSignal.aborted) recorder.aborted();
         try {
           const result = await doStream();
-          return { ...result, stream: recorder.observe(result.stream) };
+          const touched = new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>({
+            transform(part, controller) {
+              idle.touch();
+              controller.enqueue(part);
+            },
+          });
+          return { ...result, stream: recorder.observe(result.stream).pipeThrough(touched) };
         } catch (error) {
           recorder.requestFailed(error);
           throw error;
@@ -138,7 +148,7 @@ async function runStep({
       activeTools: request.activeTools,
       maxOutputTokens: request.maxOutputTokens,
       providerOptions: request.providerOptions,
-      abortSignal: request.abortSignal,
+      abortSignal,
       maxRetries: 0,
       stopWhen: stepCountIs(1),
       // Errors are data here: they resolve the completion as `step.failed`, not a log line.
@@ -162,11 +172,23 @@ async function runStep({
   } catch (error) {
     sdkError ??= { error };
   } finally {
+    idle.clear();
     events.close();
-    request.abortSignal.removeEventListener('abort', onAbort);
+    abortSignal.removeEventListener('abort', onAbort);
   }
 
   try {
+    if (idle.fired && !request.abortSignal.aborted) {
+      return {
+        type: 'step.failed',
+        error: {
+          kind: 'timeout',
+          retryable: true,
+          message: `The provider sent nothing for ${request.idleTimeoutMs} ms; the request was abandoned.`,
+        },
+        observedOutput: recorders.some((recorder) => recorder.recorded.observedOutput),
+      };
+    }
     return complete({ recorders, sdkError, aborted: request.abortSignal, now });
   } catch (error) {
     return {

@@ -40,6 +40,11 @@ export interface ModelStepRequest {
   /** Output token limit sent to the provider; also the guard's cut-off threshold. */
   maxOutputTokens?: number;
   abortSignal: AbortSignal;
+  /**
+   * Milliseconds the provider may stay silent (before its first part, or between parts) before
+   * the request is abandoned and the step fails as a retryable `timeout`. No limit when absent.
+   */
+  idleTimeoutMs?: number;
   providerOptions?: ProviderOptions;
 }
 

@@ -100,6 +100,11 @@ export interface RunLimits {
   contextWindowTokens: number | undefined;
   toolConcurrency: number;
   stopGraceMs: number;
+  /**
+   * Milliseconds a provider stream may stay silent before the step fails as a retryable
+   * `timeout`. Absent in logs written before this limit existed: no limit.
+   */
+  streamIdleMs?: number;
 }
 
 export type ToolOutcome =

@@ -18,6 +18,9 @@ export function buildRequest(services: RunServices): PreparedRequest {
     ...(services.limits.maxOutputTokens === undefined
       ? {}
       : { maxOutputTokens: services.limits.maxOutputTokens }),
+    ...(services.limits.streamIdleMs === undefined
+      ? {}
+      : { idleTimeoutMs: services.limits.streamIdleMs }),
   };
 }
 

@@ -85,6 +85,9 @@ export function summarizeActor(servicesOf: ServicesOf) {
       ...(services.limits.maxOutputTokens === undefined
         ? {}
         : { maxOutputTokens: services.limits.maxOutputTokens }),
+      ...(services.limits.streamIdleMs === undefined
+        ? {}
+        : { idleTimeoutMs: services.limits.streamIdleMs }),
       abortSignal: AbortSignal.any([services.signal, signal]),
     });
     const completion = await step.completion;

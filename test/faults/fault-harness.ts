@@ -1,3 +1,4 @@
+import type { RunLimits } from '../../events/facts.ts';
 import { vi } from 'vitest';
 import { z } from 'zod';
 import { assertNever, type Fact } from '../../events/facts.ts';
@@ -44,10 +45,14 @@ export function countedTools() {
 }
 
 /** A runtime on `memoryStore` whose model is `profile`'s provider answering `responses` in order. */
-export function faultRuntime(profile: ProviderProfile, responses: readonly FakeResponse[]) {
+export function faultRuntime(
+  profile: ProviderProfile,
+  responses: readonly FakeResponse[],
+  limits: Partial<RunLimits> = {},
+) {
   const fake: FakeFetch = createFakeFetch(responses);
   const { tools, executions } = countedTools();
-  const runtime = testRuntime(memoryStore(), { model: profile.model(fake.fetch), tools });
+  const runtime = testRuntime(memoryStore(), { model: profile.model(fake.fetch), tools, limits });
   return { runtime, fake, executions };
 }
 
