@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { jsonSchema, streamText } from 'ai';
 import { aiSdkAdapter } from '../adapters/ai-sdk-adapter.ts';
 import { type ScriptedResponse, scriptedModel } from '../adapters/scripted-model.ts';
+import { median } from './stats.ts';
 
 /** Options of {@link benchAdapter}. */
 export interface AdapterBenchOptions {
@@ -94,14 +95,6 @@ function scriptFor(chunks: number): ScriptedResponse {
     toolCalls: [{ name: 'record', deltas, input: { values } }],
     usage: { inputTokens: 10, outputTokens: chunks },
   };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[middle] as number)
-    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
 /** Prints the benchmark result in one line. */

@@ -1,0 +1,158 @@
+// Memory per parked session: 1,000 and 10,000 sessions parked in awaitingPermission in one
+// runtime, on memoryStore and on lowdbStore; heap growth per session after GC. Each measurement
+// runs in its own child process started with --expose-gc.
+// Run alone: npx node bench/parked-memory.ts
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import type { Runtime } from '../runtime.ts';
+import type { EventStore } from '../store/event-store.ts';
+import { lowdbStore } from '../store/lowdb-store.ts';
+import { memoryStore } from '../store/memory-store.ts';
+import { conversationPrompt } from './conversation.ts';
+import { type BenchTable, formatBytes, formatMs } from './table.ts';
+import { conversationRuntime } from './turnlog-side.ts';
+
+/** Which store the runtime uses. */
+export type ParkedStore = 'memoryStore' | 'lowdbStore';
+
+/** One child process's measurement. */
+export interface ParkedMemoryRow {
+  store: ParkedStore;
+  sessions: number;
+  /** Heap after GC with only the warm-up sessions parked, and after all sessions parked. */
+  heapBefore: number;
+  heapAfter: number;
+  /** (heapAfter − heapBefore) ÷ sessions. */
+  bytesPerSession: number;
+  /** Resident set growth ÷ sessions (includes memory V8 has not returned). */
+  rssPerSession: number;
+  /** Wall time to send and park all sessions (32 at a time). */
+  parkMs: number;
+}
+
+const warmupSessions = 50;
+const concurrency = 32;
+
+/**
+ * Measures every (store, count) pair in a child process of its own, so one measurement's
+ * garbage never lands in another's heap.
+ */
+export async function benchParkedMemory(
+  counts: readonly number[] = [1_000, 10_000],
+  stores: readonly ParkedStore[] = ['memoryStore', 'lowdbStore'],
+): Promise<ParkedMemoryRow[]> {
+  const rows: ParkedMemoryRow[] = [];
+  for (const store of stores) {
+    for (const sessions of counts) {
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ['--expose-gc', fileURLToPath(import.meta.url), '--child', store, String(sessions)],
+        { maxBuffer: 1024 * 1024 },
+      );
+      rows.push(JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as ParkedMemoryRow);
+    }
+  }
+  return rows;
+}
+
+/** In the child: park `sessions` sessions in one runtime and measure the heap around them. */
+async function measure(storeName: ParkedStore, sessions: number): Promise<ParkedMemoryRow> {
+  const gc = globalThis.gc;
+  if (gc === undefined) throw new Error('parked-memory: run the child with --expose-gc');
+  const dir = await mkdtemp(path.join(tmpdir(), 'turnlog-bench-parked-'));
+  const store: EventStore = storeName === 'memoryStore' ? memoryStore() : lowdbStore({ dir });
+  const runtime = conversationRuntime({ store, steps: 20, permission: 'ask' });
+  try {
+    await parkAll(runtime, 'warmup', warmupSessions);
+    const heapBefore = await heapAfterGc(gc);
+    const rssBefore = process.memoryUsage().rss;
+    const started = performance.now();
+    await parkAll(runtime, 'parked', sessions);
+    const parkMs = performance.now() - started;
+    const heapAfter = await heapAfterGc(gc);
+    const rssAfter = process.memoryUsage().rss;
+
+    const open = await store.openRuns();
+    const pending = await runtime.pending(`parked_${sessions - 1}`);
+    if (open.length !== warmupSessions + sessions || pending.length !== 1) {
+      throw new Error(
+        `parked-memory: ${open.length} open runs and ${pending.length} pending decisions, expected ${warmupSessions + sessions} and 1`,
+      );
+    }
+    return {
+      store: storeName,
+      sessions,
+      heapBefore,
+      heapAfter,
+      bytesPerSession: (heapAfter - heapBefore) / sessions,
+      rssPerSession: (rssAfter - rssBefore) / sessions,
+      parkMs,
+    };
+  } finally {
+    await runtime.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Sends one turn per session, `concurrency` at a time, each read until it asks for permission. */
+async function parkAll(runtime: Runtime, prefix: string, sessions: number): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < sessions) {
+      const sessionId = `${prefix}_${next}`;
+      next += 1;
+      const turn = await runtime.send({ sessionId, text: conversationPrompt });
+      for await (const event of turn.events) if (event.type === 'tool.permission.requested') break;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
+/** Heap used after the runtime's pending work (releasing parked actors) and a full GC. */
+async function heapAfterGc(gc: () => void): Promise<number> {
+  for (let round = 0; round < 5; round += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    gc();
+  }
+  return process.memoryUsage().heapUsed;
+}
+
+/** The rows as a table. */
+export function parkedMemoryTable(rows: ParkedMemoryRow[]): BenchTable {
+  return {
+    title: 'Memory per parked session (one runtime, sessions parked in awaitingPermission)',
+    columns: [
+      'store',
+      'sessions',
+      'heap growth per session',
+      'RSS growth per session',
+      'time to park all',
+    ],
+    rows: rows.map((row) => [
+      row.store,
+      row.sessions.toLocaleString('en-US'),
+      formatBytes(row.bytesPerSession),
+      formatBytes(row.rssPerSession),
+      formatMs(row.parkMs),
+    ]),
+    notes: [
+      `each row in its own child process (node --expose-gc); ${warmupSessions} sessions are parked first as a warm-up and are in the baseline; heapUsed after five GCs, before and after parking; the turn handles are dropped after reading up to tool.permission.requested`,
+      'a session parks at its first tool call (the `add` tool asks): run.started, step.started, step.completed, tool.permission.requested; a parked run holds no actor (the runtime releases it and rehydrates from the log on decide())',
+      'memoryStore keeps every fact in the heap by design, so its rows include the log itself',
+    ],
+  };
+}
+
+if (import.meta.main) {
+  if (process.argv[2] === '--child') {
+    const row = await measure(process.argv[3] as ParkedStore, Number(process.argv[4]));
+    console.log(JSON.stringify(row));
+  } else {
+    const { formatTable } = await import('./table.ts');
+    console.log(formatTable(parkedMemoryTable(await benchParkedMemory())));
+  }
+}

@@ -1,0 +1,66 @@
+// Runs every benchmark and prints one markdown table per benchmark (npm run bench).
+// Pick some by name: npm run bench -- overhead log-size
+// Names: adapter, store, overhead, log-size, rehydration, parked-memory.
+import { benchAdapter } from './adapter.ts';
+import { benchLogSize, logSizeTable } from './log-size.ts';
+import { describeMachine } from './machine.ts';
+import { benchOverhead, overheadTable } from './overhead.ts';
+import { benchParkedMemory, parkedMemoryTable } from './parked-memory.ts';
+import { benchRehydration, rehydrationTable } from './rehydration.ts';
+import { benchStore } from './store.ts';
+import { type BenchTable, formatMs, formatTable } from './table.ts';
+
+const benchmarks: Record<string, () => Promise<BenchTable>> = {
+  async adapter() {
+    const result = await benchAdapter();
+    return {
+      title: `Model adapter vs plain streamText, one request of ${result.chunks} chunks`,
+      columns: ['side', 'median', 'ratio', 'target'],
+      rows: [
+        ['plain streamText (fullStream read)', formatMs(result.streamTextMs), '1.00×', ''],
+        [
+          'aiSdkAdapter(model).step()',
+          formatMs(result.adapterMs),
+          `${result.ratio.toFixed(2)}×`,
+          `≤ 1.2×: ${result.ratio <= 1.2 ? 'met' : 'MISSED'}`,
+        ],
+      ],
+      notes: [`medians of ${result.repetitions} interleaved runs after warm-up`],
+    };
+  },
+  async store() {
+    const rows = await benchStore();
+    return {
+      title: 'lowdbStore: append latency, throughput, cold read',
+      columns: ['metric', 'value', 'target'],
+      rows: rows.map((row) => [
+        row.metric,
+        row.unit === 'ms' ? formatMs(row.value) : `${row.value.toFixed(0)} ${row.unit}`,
+        row.target ?? '',
+      ]),
+    };
+  },
+  overhead: async () => overheadTable(await benchOverhead()),
+  'log-size': async () => logSizeTable(await benchLogSize()),
+  rehydration: async () => rehydrationTable(await benchRehydration()),
+  'parked-memory': async () => parkedMemoryTable(await benchParkedMemory()),
+};
+
+const requested = process.argv.slice(2);
+const unknown = requested.filter((name) => !(name in benchmarks));
+if (unknown.length > 0) {
+  console.error(
+    `bench: unknown benchmark ${unknown.join(', ')}; choose from ${Object.keys(benchmarks).join(', ')}`,
+  );
+  process.exit(2);
+}
+
+console.log(`## turnlog benchmarks, ${new Date().toISOString().slice(0, 10)}\n`);
+for (const line of await describeMachine()) console.log(`- ${line}`);
+console.log(`- command: npm run bench${requested.length > 0 ? ` -- ${requested.join(' ')}` : ''}`);
+for (const name of requested.length > 0 ? requested : Object.keys(benchmarks)) {
+  const started = performance.now();
+  const table = await (benchmarks[name] as () => Promise<BenchTable>)();
+  console.log(`\n${formatTable(table)}`);
+  console.log(`\n(${name}: ${((performance.now() - started) / 1000).toFixed(1)} s)`);
+}
