@@ -10,6 +10,7 @@ import {
   printedHistory,
   readExecutions,
   readLog,
+  readRequestCount,
   runChild,
   seededRandom,
 } from './crash-harness.ts';
@@ -123,6 +124,7 @@ export async function runEpisode(options: {
     dir: path.join(folder, 'store'),
     sessionId: 'campaign',
     sideFile: path.join(folder, 'executions.log'),
+    requestFile: path.join(folder, 'requests.log'),
     markerFile: path.join(folder, 'failed-once'),
     toolMs: 8,
     chunkMs: 1,
@@ -158,18 +160,19 @@ export async function runEpisode(options: {
     );
     const facts = await readLog(base.dir, base.sessionId);
     const executions = readExecutions(base.sideFile);
+    const requests = readRequestCount(base.requestFile);
     if (!child.killed) {
       const after = `its finishing child (${children} children, ${kills.length} kills)`;
       if (child.code !== 0)
         throw fail(after, [`child exited ${child.code}: ${child.stderr}`], facts);
-      const problems = finalViolations(facts, executions, printedHistory(child));
+      const problems = finalViolations(facts, executions, requests, printedHistory(child));
       const [ended] = factsOfType(facts, 'run.ended');
       if (ended?.status !== 'completed') problems.push(`the run ended ${ended?.status}`);
       if (problems.length > 0) throw fail(after, problems, facts);
       return { index: options.index, seed, kills, children };
     }
     kills.push({ mode, line, jitterMs, landed: landing(facts, child) });
-    const problems = crashViolations(facts, executions);
+    const problems = crashViolations(facts, executions, requests);
     if (problems.length > 0) {
       throw fail(
         `kill ${kills.length} (${mode} child, line ${line} +${jitterMs} ms)`,

@@ -131,6 +131,14 @@ export function readExecutions(sideFile: string): Execution[] {
     });
 }
 
+/** How many provider requests the request file records. */
+export function readRequestCount(requestFile: string): number {
+  if (!existsSync(requestFile)) return 0;
+  return readFileSync(requestFile, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '').length;
+}
+
 /** The `history <json>` a finished child printed. */
 export function printedHistory(result: ChildResult): ModelMessage[] | undefined {
   const line = result.lines.find((candidate) => candidate.startsWith('history '));

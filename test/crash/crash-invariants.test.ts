@@ -59,23 +59,30 @@ const pairedHistory: ModelMessage[] = [
 describe('crashViolations', () => {
   it('finds nothing in a whole run, nor in any prefix of it', () => {
     const facts = toolRun();
-    expect(finalViolations(facts, executed('c1', 'c2'), pairedHistory)).toEqual([]);
+    expect(finalViolations(facts, executed('c1', 'c2'), 2, pairedHistory)).toEqual([]);
     for (let length = 1; length <= facts.length; length += 1) {
       const executions = executed('c1', 'c2').filter((_, index) => length >= 6 + index);
-      expect(crashViolations(facts.slice(0, length), executions)).toEqual([]);
+      const requests = length >= 10 ? 2 : length >= 2 ? 1 : 0;
+      expect(crashViolations(facts.slice(0, length), executions, requests)).toEqual([]);
     }
   });
 
   it('names a call executed twice', () => {
-    expect(crashViolations(toolRun(7), executed('c1', 'c2', 'c1'))).toEqual([
+    expect(crashViolations(toolRun(7), executed('c1', 'c2', 'c1'), 1)).toEqual([
       'I5/I8: c1 executed 2 times',
     ]);
   });
 
   it('names an execution without its tool.started, and one of a call that provably never ran', () => {
-    expect(crashViolations(toolRun(6), executed('c1', 'c2'))).toEqual([
+    expect(crashViolations(toolRun(6), executed('c1', 'c2'), 1)).toEqual([
       'I2: c2 executed (pid 7) without a durable tool.started',
       'I2: c2 has no tool.started but was executed',
+    ]);
+  });
+
+  it('names a provider request sent without its own step.started', () => {
+    expect(crashViolations(toolRun(3), executed(), 2)).toEqual([
+      'I2/I8: 2 provider requests but 1 step.started facts',
     ]);
   });
 
@@ -86,7 +93,7 @@ describe('crashViolations', () => {
       { type: 'run.recovered', interrupted: 'settlingTools.running', indeterminate: ['c1'] },
       'awaitingPermission',
     );
-    expect(crashViolations(log.facts, executed('c1', 'c2'))).toEqual([
+    expect(crashViolations(log.facts, executed('c1', 'c2'), 1)).toEqual([
       'I8: c2 started at seq 7 has neither tool.settled nor tool.indeterminate before run.recovered at seq 9',
     ]);
   });
@@ -94,12 +101,12 @@ describe('crashViolations', () => {
   it('reports the log damage findDamage sees: a seq gap, a second run.ended', () => {
     const facts = toolRun();
     const gap = facts.filter((fact) => fact.seq !== 4);
-    expect(crashViolations(gap, executed('c1', 'c2'))).toEqual([
+    expect(crashViolations(gap, executed('c1', 'c2'), 2)).toEqual([
       'damaged log: session session_1: seq 4 missing before seq 5 (tool.permission.decided)',
     ]);
     const last = facts.at(-1) as Fact;
     const twice = [...facts, { ...last, id: 'again', seq: last.seq + 1 }];
-    expect(crashViolations(twice, executed('c1', 'c2'))).toEqual([
+    expect(crashViolations(twice, executed('c1', 'c2'), 2)).toEqual([
       'damaged log: run run_1 has 2 run.ended facts (seq 12, 13); I7 allows one',
       'I7: 2 run.ended facts',
     ]);
@@ -108,7 +115,7 @@ describe('crashViolations', () => {
 
 describe('finalViolations', () => {
   it('names an unended run, a start never settled, and a success that never executed', () => {
-    expect(finalViolations(toolRun(8), executed(), pairedHistory)).toEqual([
+    expect(finalViolations(toolRun(8), executed(), 1, pairedHistory)).toEqual([
       'I7: 0 run.ended facts, expected 1',
       'I6: c2 started and never settled',
       'c1 settled success after 0 executions',
@@ -122,7 +129,7 @@ describe('finalViolations', () => {
     log.add(draft.settled('c1', 'late', 'success'), 'settlingTools.running');
     log.add(draft.settled('c2', 'unknown', 'unknown'), 'projecting');
     log.add(draft.ended(), 'terminal');
-    expect(finalViolations(log.facts, executed('c1', 'c2'), undefined)).toEqual([
+    expect(finalViolations(log.facts, executed('c1', 'c2'), 1, undefined)).toEqual([
       'I8: indeterminate c1 settled success, expected unknown',
       'the final child printed no history',
     ]);

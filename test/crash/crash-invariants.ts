@@ -5,19 +5,27 @@ import { planRecovery } from '../../events/plan-recovery.ts';
 import type { Execution } from './crash-harness.ts';
 
 /**
- * The invariants a log must keep after any kill, whether or not its run has ended. Returns one
+ * The invariants a log must keep after any kill, whether or not its run has ended, given the
+ * side file's executions and the number of provider requests sent. Returns one
  * sentence per violation (empty: none), so a failure can be reported with its seed and log.
  * The crash scenario's call ids are unique within its one run, so calls are matched by id.
  */
 export function crashViolations(
   facts: readonly Fact[],
   executions: readonly Execution[],
+  requests: number,
 ): string[] {
   // seq gapless from 1, unique ids, one run.ended with nothing after it, no call started or
   // settled twice: the log's own rules, as findDamage reads them.
   const problems = findDamage(facts).map((damage) => `damaged log: ${damage.message}`);
   const ended = factsOfType(facts, 'run.ended');
   if (ended.length > 1) problems.push(`I7: ${ended.length} run.ended facts`);
+
+  // I2, I8: each request follows its own durable step.started (a re-sent request is a new attempt).
+  const attempts = factsOfType(facts, 'step.started').length;
+  if (requests > attempts) {
+    problems.push(`I2/I8: ${requests} provider requests but ${attempts} step.started facts`);
+  }
 
   const started = factsOfType(facts, 'tool.started');
   const startedIds = new Set(started.map((fact) => fact.callId));
@@ -95,9 +103,10 @@ export function historyViolations(history: readonly ModelMessage[]): string[] {
 export function finalViolations(
   facts: readonly Fact[],
   executions: readonly Execution[],
+  requests: number,
   history: readonly ModelMessage[] | undefined,
 ): string[] {
-  const problems = crashViolations(facts, executions);
+  const problems = crashViolations(facts, executions, requests);
   const ended = factsOfType(facts, 'run.ended');
   if (ended.length !== 1) problems.push(`I7: ${ended.length} run.ended facts, expected 1`);
   const settled = factsOfType(facts, 'tool.settled');

@@ -8,6 +8,7 @@ import {
   printedHistory,
   readExecutions,
   readLog,
+  readRequestCount,
   recoveredLine,
   runChild,
 } from './crash-harness.ts';
@@ -35,6 +36,8 @@ interface CrashPoint {
   attempts: number[][];
   /** `retry.due` facts in the final log (a kill in the backoff leaves it to recovery). */
   retriesDue: number;
+  /** Attempts whose `step.started` is in the log but whose request was never sent. */
+  unsent?: number;
 }
 
 const onLine =
@@ -55,6 +58,7 @@ const points: CrashPoint[] = [
     executedByFirst: [],
     attempts: [[1, 2], [1], [1, 2], [1]],
     retriesDue: 1,
+    unsent: 1,
   },
   {
     name: 'mid-stream (after the first text delta)',
@@ -137,6 +141,7 @@ function scenarioDir(): Omit<ChildOptions, 'mode'> {
     dir: path.join(dir, 'store'),
     sessionId: 'crash-point',
     sideFile: path.join(dir, 'executions.log'),
+    requestFile: path.join(dir, 'requests.log'),
     markerFile: path.join(dir, 'failed-once'),
     toolMs: 5,
     chunkMs: 1,
@@ -160,7 +165,8 @@ describe('a run SIGKILLed at a crash point and recovered by a new process', () =
 
     const facts = await readLog(base.dir, base.sessionId);
     const executions = readExecutions(base.sideFile);
-    expect(finalViolations(facts, executions, printedHistory(second))).toEqual([]);
+    const requests = readRequestCount(base.requestFile);
+    expect(finalViolations(facts, executions, requests, printedHistory(second))).toEqual([]);
     expect(factsOfType(facts, 'run.ended')).toMatchObject([
       { status: 'completed', reason: 'end_turn' },
     ]);
@@ -187,5 +193,7 @@ describe('a run SIGKILLed at a crash point and recovered by a new process', () =
     expect([...attempts.values()]).toEqual(point.attempts);
     expect(factsOfType(facts, 'retry.due')).toHaveLength(point.retriesDue);
     expect(factsOfType(facts, 'run.recovered')).toHaveLength(1);
+    // I2: every request was sent after its own step.started; only a held one was never sent.
+    expect(requests).toBe(factsOfType(facts, 'step.started').length - (point.unsent ?? 0));
   });
 });

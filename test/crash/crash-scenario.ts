@@ -24,6 +24,8 @@ export interface ChildOptions {
   sessionId: string;
   /** One line per tool execution, `<callId> <tool> <pid>`, written inside `execute`. */
   sideFile: string;
+  /** One line per provider request (`doStream` call), `<pid>`, written before it is answered. */
+  requestFile: string;
   /** Exists once step 3 has failed (it fails once per log). */
   markerFile: string;
   /** `start`: send the user message; `recover`: `runtime.recover()` and continue. */
@@ -112,7 +114,8 @@ function sleep(ms: number): Promise<void> {
 
 /**
  * The scenario's model: `scriptedModel` answering every request with `respond`, its stream
- * paced by `chunkMs` per part and, with `stallStream`, stalled for good after the first text delta.
+ * paced by `chunkMs` per part and, with `stallStream`, stalled for good after the first text
+ * delta. Every request is counted in `requestFile` as it is sent.
  */
 export function scenarioModel(options: ChildOptions): LanguageModelV4 {
   // Each request is answered from its own prompt; the step count only bounds the script.
@@ -125,6 +128,7 @@ export function scenarioModel(options: ChildOptions): LanguageModelV4 {
     supportedUrls: {},
     doGenerate: (call) => inner.doGenerate(call),
     async doStream(call) {
+      appendFileSync(options.requestFile, `${process.pid}\n`);
       const result = await inner.doStream(call);
       const paced = new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>({
         async transform(part, controller) {
