@@ -1,0 +1,119 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { onTestFinished } from 'vitest';
+
+/** The repository root (examples run from it unless a test says otherwise). */
+export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+/** A temp directory removed when the current test finishes. */
+export function tempDir(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'turnlog-example-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** How an example process ended. */
+export interface ExampleExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A running example, driven through its stdin and read through its stdout. */
+export interface ExampleProcess {
+  child: ChildProcessWithoutNullStreams;
+  /**
+   * Resolves with the output up to the next occurrence of `text` after the previous match
+   * (each call moves a cursor forward); rejects if the process exits first.
+   */
+  next(text: string): Promise<string>;
+  /** Writes one line to stdin. */
+  answer(line: string): void;
+  /** Resolves when the process has exited (and was reaped). */
+  exited: Promise<ExampleExit>;
+  stdout(): string;
+}
+
+/**
+ * Runs `examples/<name>.ts` with this Node in a child process, offline: the provider API keys
+ * are removed from its environment, so no test can reach a real provider.
+ */
+export function startExample(
+  name: string,
+  options: { env?: Record<string, string>; cwd?: string; stdin?: string } = {},
+): ExampleProcess {
+  const env: Record<string, string | undefined> = { ...process.env, ...options.env };
+  delete env.OPENAI_API_KEY;
+  delete env.GOOGLE_GENERATIVE_AI_API_KEY;
+  const child = spawn(process.execPath, [path.join(repoRoot, 'examples', `${name}.ts`)], {
+    cwd: options.cwd ?? repoRoot,
+    env,
+  });
+  let stdout = '';
+  let stderr = '';
+  let cursor = 0;
+  let watcher: (() => void) | undefined;
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    watcher?.();
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<ExampleExit>((resolve) => {
+    child.on('close', (code, signal) => {
+      watcher?.();
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+  let done = false;
+  exited.then(() => {
+    done = true;
+  });
+  if (options.stdin !== undefined) child.stdin.end(options.stdin);
+  return {
+    child,
+    exited,
+    stdout: () => stdout,
+    answer: (line) => child.stdin.write(`${line}\n`),
+    next(text) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const index = stdout.indexOf(text, cursor);
+          if (index !== -1) {
+            watcher = undefined;
+            cursor = index + text.length;
+            return resolve(stdout.slice(0, cursor));
+          }
+          if (done || child.exitCode !== null || child.signalCode !== null) {
+            watcher = undefined;
+            reject(
+              new Error(
+                `${name} ended before printing ${JSON.stringify(text)}:\n${stdout}\n${stderr}`,
+              ),
+            );
+          }
+        };
+        watcher = check;
+        check();
+      });
+    },
+  };
+}
+
+/** Runs an example to its end. */
+export function runExample(
+  name: string,
+  options: { env?: Record<string, string>; cwd?: string; stdin?: string } = {},
+): Promise<ExampleExit> {
+  return startExample(name, { stdin: '', ...options }).exited;
+}
+
+/** The output's lines, trailing spaces trimmed. */
+export function linesOf(output: string): string[] {
+  return output.split('\n').map((line) => line.trimEnd());
+}
