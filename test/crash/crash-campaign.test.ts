@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EpisodeReport, runEpisode } from './crash-campaign.ts';
 
 // A fixed default keeps `npm test` reproducible; set TURNLOG_CRASH_SEED to explore others, and
@@ -14,8 +14,11 @@ const lanes = 2;
 /** Kills per episode at most; then a child is left to finish the run. */
 const maxKillsPerEpisode = 24;
 
-const root = mkdtempSync(path.join(tmpdir(), 'turnlog-crash-campaign-'));
+let root: string;
 let failed = false;
+beforeAll(() => {
+  root = mkdtempSync(path.join(tmpdir(), 'turnlog-crash-campaign-'));
+});
 afterAll(() => {
   // A failing campaign keeps its stores for inspection (the failure names the folder).
   if (!failed) rmSync(root, { recursive: true, force: true });
