@@ -512,7 +512,8 @@ function toAdapter(model: RuntimeOptions['model'], now: () => number): ModelAdap
 function resolveLimits(overrides: Partial<RunLimits> = {}): RunLimits {
   const limits = { ...defaultLimits, ...overrides };
   for (const [key, value] of Object.entries(limits)) {
-    const optional = key === 'maxOutputTokens' || key === 'contextWindowTokens' || key === 'streamIdleMs';
+    const optional =
+      key === 'maxOutputTokens' || key === 'contextWindowTokens' || key === 'streamIdleMs';
     if (value === undefined && optional) continue;
     const allowsZero = key === 'stopGraceMs';
     if (typeof value !== 'number' || !Number.isInteger(value) || value < (allowsZero ? 0 : 1)) {

@@ -4,8 +4,8 @@ import type { ProviderFailure, RequestCapture } from '../events/facts.ts';
 import { hashJson } from '../events/json.ts';
 import { UnsupportedModelError } from './adapter-errors.ts';
 import { createEventQueue, type EventQueue } from './event-queue.ts';
-import { createIdleTimeout } from './idle-timeout.ts';
 import { resolveFinishReason } from './finish-reason.ts';
+import { createIdleTimeout } from './idle-timeout.ts';
 import { toAiSdkMessages, toAiSdkTools } from './message-conversion.ts';
 import type {
   ModelAdapter,
@@ -57,7 +57,11 @@ export function aiSdkAdapter(
 
   function capture(request: Omit<ModelStepRequest, 'abortSignal'>): RequestCapture {
     // The hash identifies what is sent: the abort signal and the idle limit are not.
-    const { abortSignal: _abortSignal, idleTimeoutMs: _idleTimeoutMs, ...body } = request as ModelStepRequest;
+    const {
+      abortSignal: _abortSignal,
+      idleTimeoutMs: _idleTimeoutMs,
+      ...body
+    } = request as ModelStepRequest;
     return {
       provider,
       modelId,
@@ -120,12 +124,14 @@ async function runStep({
         if (abortSignal.aborted) recorder.aborted();
         try {
           const result = await doStream();
-          const touched = new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>({
-            transform(part, controller) {
-              idle.touch();
-              controller.enqueue(part);
+          const touched = new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>(
+            {
+              transform(part, controller) {
+                idle.touch();
+                controller.enqueue(part);
+              },
             },
-          });
+          );
           return { ...result, stream: recorder.observe(result.stream).pipeThrough(touched) };
         } catch (error) {
           recorder.requestFailed(error);

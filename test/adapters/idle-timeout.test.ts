@@ -15,31 +15,45 @@ describe('idleTimeoutMs', () => {
     const completion = await step(scriptedModel([{ stall: true }]), 20);
     expect(completion).toEqual({
       type: 'step.failed',
-      error: { kind: 'timeout', retryable: true, message: 'The provider sent nothing for 20 ms; the request was abandoned.' },
+      error: {
+        kind: 'timeout',
+        retryable: true,
+        message: 'The provider sent nothing for 20 ms; the request was abandoned.',
+      },
       observedOutput: false,
     });
   });
 
   it('reports output seen before a stall, so the step is not retried (I9)', async () => {
     const completion = await step(scriptedModel([{ text: ['half an '], stall: true }]), 20);
-    expect(completion).toMatchObject({ type: 'step.failed', error: { kind: 'timeout' }, observedOutput: true });
+    expect(completion).toMatchObject({
+      type: 'step.failed',
+      error: { kind: 'timeout' },
+      observedOutput: true,
+    });
   });
 
   it('withholds a call whose stream stalled after its arguments (no finish, no proof)', async () => {
-    const model = scriptedModel([{ toolCalls: [{ name: 'write', input: { path: 'a' } }], stall: true }]);
+    const model = scriptedModel([
+      { toolCalls: [{ name: 'write', input: { path: 'a' } }], stall: true },
+    ]);
     const completion = await step(model, 20);
     expect(completion.type).toBe('step.failed');
   });
 
   it('does not fire on a stream that keeps sending, nor without a limit', async () => {
     const chunks = Array.from({ length: 5 }, (_, index) => `${index}`);
-    expect(await step(scriptedModel([{ text: chunks }]), 1_000)).toMatchObject({ type: 'step.completed' });
+    expect(await step(scriptedModel([{ text: chunks }]), 1_000)).toMatchObject({
+      type: 'step.completed',
+    });
     expect(await step(scriptedModel([{ text: 'ok' }]))).toMatchObject({ type: 'step.completed' });
   });
 
   it('is not part of the request hash (it is never sent)', () => {
     const adapter = aiSdkAdapter(scriptedModel([]));
     const request = { messages: [{ role: 'user' as const, content: 'go' }], tools: [] };
-    expect(adapter.capture({ ...request, idleTimeoutMs: 5 }).inputHash).toBe(adapter.capture(request).inputHash);
+    expect(adapter.capture({ ...request, idleTimeoutMs: 5 }).inputHash).toBe(
+      adapter.capture(request).inputHash,
+    );
   });
 });

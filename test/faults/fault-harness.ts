@@ -1,6 +1,6 @@
-import type { RunLimits } from '../../events/facts.ts';
 import { vi } from 'vitest';
 import { z } from 'zod';
+import type { RunLimits } from '../../events/facts.ts';
 import { assertNever, type Fact } from '../../events/facts.ts';
 import type { JsonValue } from '../../events/json.ts';
 import type { TurnEvent, TurnHandle, TurnResult } from '../../machines/turn-channel.ts';

@@ -9,7 +9,9 @@ afterEach(() => {
 describe.each(providers)('limits.streamIdleMs through $name', (profile) => {
   it('a request that gets no response times out and is retried as a recorded attempt', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    const { runtime, fake } = faultRuntime(profile, [{ kind: 'hang' }, serve(profile.text)], { streamIdleMs: 5_000 });
+    const { runtime, fake } = faultRuntime(profile, [{ kind: 'hang' }, serve(profile.text)], {
+      streamIdleMs: 5_000,
+    });
     const turn = await runtime.send({ sessionId: 's1', text: 'go' });
 
     expect(await finishWithFakeTimers(turn)).toMatchObject({ status: 'completed', steps: 1 });
@@ -29,12 +31,19 @@ describe.each(providers)('limits.streamIdleMs through $name', (profile) => {
 
   it('a stream that stalls after text times out and fails the run (output was seen: I9)', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    const { runtime, fake } = faultRuntime(profile, [serve(profile.text, { kind: 'stall', afterLines: profile.textCut })], {
-      streamIdleMs: 5_000,
-    });
+    const { runtime, fake } = faultRuntime(
+      profile,
+      [serve(profile.text, { kind: 'stall', afterLines: profile.textCut })],
+      {
+        streamIdleMs: 5_000,
+      },
+    );
     const turn = await runtime.send({ sessionId: 's1', text: 'go' });
 
-    expect(await finishWithFakeTimers(turn)).toMatchObject({ status: 'failed', reason: 'provider_error' });
+    expect(await finishWithFakeTimers(turn)).toMatchObject({
+      status: 'failed',
+      reason: 'provider_error',
+    });
     expect(trace(await runtime.facts('s1'))).toEqual([
       'run.started',
       'step.started step_1 attempt 1',
@@ -54,7 +63,10 @@ describe.each(providers)('limits.streamIdleMs through $name', (profile) => {
     );
     const turn = await runtime.send({ sessionId: 's1', text: 'go' });
 
-    expect(await finishWithFakeTimers(turn)).toMatchObject({ status: 'failed', reason: 'provider_error' });
+    expect(await finishWithFakeTimers(turn)).toMatchObject({
+      status: 'failed',
+      reason: 'provider_error',
+    });
     expect(executions).toEqual([]);
     await runtime.close();
   });
