@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { onTestFinished } from 'vitest';
+import { expect, onTestFinished } from 'vitest';
 
 /** The repository root (examples run from it unless a test says otherwise). */
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -74,6 +74,10 @@ export function startExample(
   exited.then(() => {
     done = true;
   });
+  // A test that fails half way must not leave its example running.
+  onTestFinished(() => {
+    if (!done) child.kill('SIGKILL');
+  });
   if (options.stdin !== undefined) child.stdin.end(options.stdin);
   return {
     child,
@@ -116,4 +120,15 @@ export function runExample(
 /** The output's lines, trailing spaces trimmed. */
 export function linesOf(output: string): string[] {
   return output.split('\n').map((line) => line.trimEnd());
+}
+
+/** Asserts that `output` has each of `expected` as a whole line, in this order. */
+export function expectLinesInOrder(output: string, expected: readonly string[]): void {
+  const lines = linesOf(output);
+  let from = 0;
+  for (const line of expected) {
+    const index = lines.indexOf(line, from);
+    expect(index, `line ${JSON.stringify(line)} after line ${from} of:\n${output}`).not.toBe(-1);
+    from = index + 1;
+  }
 }

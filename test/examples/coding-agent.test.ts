@@ -1,0 +1,184 @@
+import { spawnSync } from 'node:child_process';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { Fact } from '../../events/facts.ts';
+import { lowdbStore } from '../../store/lowdb-store.ts';
+import {
+  expectLinesInOrder,
+  repoRoot,
+  runExample,
+  startExample,
+  tempDir,
+} from './example-process.ts';
+
+const fixedLoop =
+  '  for (let index = 0; index < numbers.length; index += 1) total += numbers[index];';
+
+/** The one session the agent logged under `dir`, read after the agent exited. */
+async function loggedFacts(dir: string): Promise<Fact[]> {
+  const store = lowdbStore({ dir: path.join(dir, 'coding-agent', 'log') });
+  try {
+    const sessions = await store.sessions();
+    expect(sessions).toHaveLength(1);
+    return await store.read(sessions[0] as string);
+  } finally {
+    await store.close();
+  }
+}
+
+const started = (facts: Fact[], name: string) =>
+  facts.filter((fact) => fact.type === 'tool.started' && fact.name === name).length;
+
+/** `node --test` in the agent's working copy, as a person would check it afterwards. */
+function testsPass(dir: string): boolean {
+  const cwd = path.join(dir, 'coding-agent', 'workspace');
+  return spawnSync(process.execPath, ['--test'], { cwd, encoding: 'utf8' }).status === 0;
+}
+
+describe('examples/coding-agent.ts', () => {
+  it('fixes the failing test offline with every prompt answered y through stdin', async () => {
+    const dir = tempDir();
+    const run = await runExample('coding-agent', { env: { TURNLOG_DIR: dir }, stdin: 'y\ny\ny\n' });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expectLinesInOrder(run.stdout, [
+      'you: The tests fail. Find the bug, fix it, and check that the tests pass.',
+      'Let me run the tests first.',
+      'Allow runCommand: node --test? [y/n] y',
+      '→ runCommand: node --test',
+      '    [exit code 1]',
+      'One test fails: sum([1, 2, 3]) returns 5, not 6. Let me read sum.js.',
+      '→ readFile: sum.js',
+      'Found it: the loop starts at index 1, so the first number is skipped. I will start it at 0.',
+      '  -   for (let index = 1; index < numbers.length; index += 1) total += numbers[index];',
+      `  + ${fixedLoop}`,
+      'Allow writeFile: sum.js (183 characters)? [y/n] y',
+      '← success: Wrote 183 bytes to sum.js (replaced).',
+      'The fix is in place. Running the tests again.',
+      'Allow runCommand: node --test? [y/n] y',
+      '    [exit code 0]',
+      'All tests pass now. The bug: the loop in sum.js started at index 1 and skipped the first number; it starts at 0 now.',
+      'run completed (end_turn) after 5 steps.',
+    ]);
+    const lines = run.stdout.split('\n');
+    expect(lines[0]).toBe(
+      'model: scripted (offline; set OPENAI_API_KEY or GOOGLE_GENERATIVE_AI_API_KEY for a real model)',
+    );
+    expect(lines[1]).toBe(
+      `workspace: copied examples/coding-agent-project to ${path.join(dir, 'coding-agent', 'workspace')}`,
+    );
+
+    const facts = await loggedFacts(dir);
+    expect(started(facts, 'runCommand')).toBe(2);
+    expect(started(facts, 'readFile')).toBe(1);
+    expect(started(facts, 'writeFile')).toBe(1);
+    expect(facts.at(-1)).toMatchObject({ type: 'run.ended', status: 'completed' });
+    expect(readFileSync(path.join(dir, 'coding-agent', 'workspace', 'sum.js'), 'utf8')).toContain(
+      fixedLoop,
+    );
+    expect(testsPass(dir)).toBe(true);
+    // The template itself is untouched.
+    expect(
+      readFileSync(path.join(repoRoot, 'examples/coding-agent-project/sum.js'), 'utf8'),
+    ).toContain('let index = 1;');
+  });
+
+  it('stops cleanly on Ctrl-C at the write prompt: the run ends aborted and sum.js is unchanged', async () => {
+    const dir = tempDir();
+    const agent = startExample('coding-agent', { env: { TURNLOG_DIR: dir } });
+    await agent.next('Allow runCommand: node --test? [y/n] ');
+    agent.answer('y');
+    await agent.next('Allow writeFile: sum.js (183 characters)? [y/n] ');
+    agent.child.kill('SIGINT');
+    const run = await agent.exited;
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(130);
+    expect(run.stdout).toContain('^C: stopping the run…');
+    expect(run.stdout).toContain('← cancelled: This call was cancelled; it was not run.');
+    expect(run.stdout.trimEnd().split('\n').at(-1)).toBe(
+      'run aborted (stop_requested) after 3 steps.',
+    );
+    const facts = await loggedFacts(dir);
+    expect(facts.filter((fact) => fact.type === 'run.stop.requested')).toHaveLength(1);
+    expect(facts.at(-1)).toMatchObject({ type: 'run.ended', status: 'aborted' });
+    expect(started(facts, 'writeFile')).toBe(0);
+    expect(testsPass(dir)).toBe(false);
+  });
+
+  it('recovers after SIGKILL while a command runs and at a permission prompt, writing the fix once', async () => {
+    const dir = tempDir();
+    // The project's tests block while a file named `hold` exists, so the kill lands mid-command.
+    const project = path.join(tempDir(), 'project');
+    cpSync(path.join(repoRoot, 'examples/coding-agent-project'), project, { recursive: true });
+    writeFileSync(path.join(project, 'hold'), '');
+    writeFileSync(
+      path.join(project, 'hold.test.js'),
+      [
+        "import { existsSync, watch } from 'node:fs';",
+        "import { test } from 'node:test';",
+        "test('waits while hold exists', () => new Promise((resolve) => {",
+        "  const watcher = watch('.', () => { if (!existsSync('hold')) resolve(watcher.close()); });",
+        "  if (!existsSync('hold')) resolve(watcher.close());",
+        '}));',
+      ].join('\n'),
+    );
+    const env = { TURNLOG_DIR: dir, CODING_AGENT_PROJECT: project };
+
+    const first = startExample('coding-agent', { env });
+    await first.next('Allow runCommand: node --test? [y/n] ');
+    first.answer('y');
+    await first.next('→ runCommand: node --test');
+    first.child.kill('SIGKILL');
+    expect((await first.exited).signal).toBe('SIGKILL');
+    // The orphaned test run may finish now; its outcome stays unknown to the agent.
+    rmSync(path.join(dir, 'coding-agent', 'workspace', 'hold'));
+
+    const second = startExample('coding-agent', { env });
+    const report = await second.next('abort the run? [r/a] ');
+    expect(report).toContain('  it was interrupted in: settlingTools.running\n');
+    expect(report).toContain('  indeterminate calls: call_2 (runCommand)\n');
+    expect(report).toContain('  pending decisions: call_2 runCommand (indeterminate)\n');
+    expect(report).toContain('  status: parked, waiting for you\n');
+    expect(report).not.toContain('workspace: copied');
+    second.answer('r');
+    await second.next(
+      "I can't tell whether that test run finished, so I will run the tests again.",
+    );
+    await second.next('Allow runCommand: node --test? [y/n] ');
+    second.answer('y');
+    await second.next('Allow writeFile: sum.js (183 characters)? [y/n] ');
+    second.child.kill('SIGKILL');
+    await second.exited;
+
+    const third = startExample('coding-agent', { env });
+    const parked = await third.next('Allow writeFile: sum.js (183 characters)? [y/n] ');
+    expect(parked).toContain('  it was interrupted in: awaitingPermission\n');
+    expect(parked).toContain(
+      '  tools settled before: runCommand (unknown), runCommand (success), readFile (success)\n',
+    );
+    expect(parked).toContain('  indeterminate calls: none\n');
+    expect(parked).toContain('  pending decisions: call_8 writeFile (permission)\n');
+    third.answer('y');
+    await third.next('Allow runCommand: node --test? [y/n] ');
+    third.answer('y');
+    const end = await third.exited;
+    expect(end.stderr).toBe('');
+    expect(end.code).toBe(0);
+    expect(end.stdout).toContain('All tests pass now.');
+    expect(end.stdout).toContain('run completed (end_turn) after 6 steps.');
+
+    const facts = await loggedFacts(dir);
+    expect(started(facts, 'writeFile')).toBe(1);
+    expect(started(facts, 'runCommand')).toBe(3);
+    expect(facts.filter((fact) => fact.type === 'tool.indeterminate')).toHaveLength(1);
+    expect(facts.filter((fact) => fact.type === 'run.recovered')).toHaveLength(2);
+    expect(facts.filter((fact) => fact.type === 'run.ended')).toEqual([
+      expect.objectContaining({ status: 'completed', reason: 'end_turn' }),
+    ]);
+    expect(readFileSync(path.join(dir, 'coding-agent', 'workspace', 'sum.js'), 'utf8')).toContain(
+      fixedLoop,
+    );
+    expect(testsPass(dir)).toBe(true);
+  });
+});
