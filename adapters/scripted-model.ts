@@ -86,7 +86,9 @@ export interface ScriptedModel extends LanguageModelV4 {
 
 /**
  * A deterministic AI SDK language model for examples and tests: each provider request
- * (`doStream`, or `doGenerate`) plays the next scripted step.
+ * (`doStream`, or `doGenerate`) plays the next scripted step. Instead of a list, the script may
+ * be one function of each request (and its 0-based number), for a model that must answer any
+ * number of requests — after a restart, say — from what the prompt holds.
  *
  * @example
  * const model = scriptedModel([
@@ -98,7 +100,9 @@ export interface ScriptedModel extends LanguageModelV4 {
  * model.requests[1]?.prompt; // includes the tool result of call_1
  */
 export function scriptedModel(
-  steps: readonly ScriptedStep[],
+  script:
+    | readonly ScriptedStep[]
+    | ((call: LanguageModelV4CallOptions, index: number) => ScriptedResponse),
   options: ScriptedModelOptions = {},
 ): ScriptedModel {
   const requests: Omit<LanguageModelV4CallOptions, 'abortSignal'>[] = [];
@@ -111,11 +115,13 @@ export function scriptedModel(
   } {
     const { abortSignal: _signal, ...recorded } = call;
     requests.push(recorded);
-    const step = steps[requests.length - 1];
+    if (typeof script === 'function')
+      return { response: script(call, requests.length - 1), n: requests.length };
+    const step = script[requests.length - 1];
     if (step === undefined) {
       throw new ScriptExhaustedError({
-        message: `scriptedModel: request ${requests.length} arrived but the script has only ${steps.length} step${steps.length === 1 ? '' : 's'}; add a step for every provider request the test makes`,
-        stepCount: steps.length,
+        message: `scriptedModel: request ${requests.length} arrived but the script has only ${script.length} step${script.length === 1 ? '' : 's'}; add a step for every provider request the test makes`,
+        stepCount: script.length,
       });
     }
     return { response: typeof step === 'function' ? step(call) : step, n: requests.length };

@@ -23,6 +23,19 @@ async function parts(stream: ReadableStream<LanguageModelV4StreamPart>) {
 }
 
 describe('scriptedModel', () => {
+  it('plays a script given as one function of each request and its number', async () => {
+    const model = scriptedModel((request, index) => ({
+      text: `#${index}: ${JSON.stringify(request.prompt).includes('again') ? 'again' : 'first'}`,
+    }));
+    for (const text of ['hi', 'again', 'again'])
+      await parts((await model.doStream(call(text))).stream);
+    const { stream } = await model.doStream(call('hi'));
+    expect((await parts(stream)).filter((part) => part.type === 'text-delta')).toEqual([
+      { type: 'text-delta', id: 'text_1', delta: '#3: first' },
+    ]);
+    expect(model.requests).toHaveLength(4);
+  });
+
   it('streams a step as start, deltas, end and finish parts', async () => {
     const model = scriptedModel([
       {
