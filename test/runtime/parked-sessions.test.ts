@@ -20,7 +20,7 @@ async function heapAfterGc(): Promise<number> {
 }
 
 /** Asks to add on the first request of a session, answers once the result is in the prompt. */
-const step = (call: Omit<LanguageModelV4CallOptions, 'abortSignal'>): ScriptedResponse =>
+const step = (call: LanguageModelV4CallOptions): ScriptedResponse =>
   JSON.stringify(call.prompt).includes('tool-result')
     ? { text: 'Three.' }
     : { toolCalls: [{ name: 'add', input: { a: 1, b: 2 } }] };
@@ -30,7 +30,7 @@ describe('many sessions parked in awaitingPermission', () => {
     const warmUp = 100;
     const sessions = 1_000;
     const { tool, executions } = addTool('ask');
-    const model = scriptedModel(Array.from({ length: 2 * (warmUp + sessions) }, () => step));
+    const model = scriptedModel(step);
     const runtime = testRuntime(memoryStore(), { model, tools: { add: tool } });
     const done: Promise<TurnResult>[] = [];
     const park = async (from: number, count: number) => {
