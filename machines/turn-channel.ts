@@ -105,6 +105,11 @@ function createSink(
   };
 }
 
+// A reader waiting for the next event is reachable only through its buffer, which the runtime
+// holds weakly: while a reader waits, its buffer is held here, or a GC would drop the reader
+// mid-run and its `for await` would never resume.
+const awaited = new Set<EventBuffer>();
+
 /** An append-only event list that any number of async iterators read from the start. */
 class EventBuffer {
   private readonly events: TurnEvent[];
@@ -131,6 +136,7 @@ class EventBuffer {
   private wake() {
     const waiters = this.waiters;
     this.waiters = [];
+    awaited.delete(this);
     for (const waiter of waiters) waiter();
   }
 
@@ -145,6 +151,7 @@ class EventBuffer {
         if (this.error !== undefined) throw this.error;
         return;
       }
+      awaited.add(this);
       await new Promise<void>((wake) => this.waiters.push(wake));
     }
   }
