@@ -1,6 +1,7 @@
 // Runs every benchmark and prints one markdown table per benchmark (npm run bench).
 // Pick some by name: npm run bench -- overhead log-size
 // Names: adapter, store, overhead, log-size, rehydration, parked-memory.
+import { loadavg } from 'node:os';
 import { benchAdapter } from './adapter.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
 import { describeMachine } from './machine.ts';
@@ -58,9 +59,17 @@ if (unknown.length > 0) {
 console.log(`## turnlog benchmarks, ${new Date().toISOString().slice(0, 10)}\n`);
 for (const line of await describeMachine()) console.log(`- ${line}`);
 console.log(`- command: npm run bench${requested.length > 0 ? ` -- ${requested.join(' ')}` : ''}`);
+// Other processes on the machine skew absolute times (interleaving protects the ratios).
+const load = () =>
+  loadavg()
+    .map((value) => value.toFixed(2))
+    .join(', ');
+console.log(`- load average at start (1, 5, 15 min): ${load()}`);
 for (const name of requested.length > 0 ? requested : Object.keys(benchmarks)) {
   const started = performance.now();
   const table = await (benchmarks[name] as () => Promise<BenchTable>)();
   console.log(`\n${formatTable(table)}`);
-  console.log(`\n(${name}: ${((performance.now() - started) / 1000).toFixed(1)} s)`);
+  console.log(
+    `\n(${name}: ${((performance.now() - started) / 1000).toFixed(1)} s; load average after: ${load()})`,
+  );
 }
