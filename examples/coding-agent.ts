@@ -64,7 +64,7 @@ let stopping = false;
 process.on('SIGINT', () => {
   if (stopping || turn === undefined) process.exit(130);
   stopping = true;
-  console.log('\n^C: stopping the run…');
+  console.log('\nstopping the run (Ctrl-C)…');
   prompt.cancel();
   runtime.stop({ sessionId: turn.sessionId, reason: 'stopped with Ctrl-C' }).catch(() => {});
 });

@@ -23,8 +23,7 @@ console.log(`you: ${text}`);
 const turn = await runtime.send({ sessionId: `quickstart-${Date.now()}`, text });
 for await (const event of turn.events) {
   if (event.type === 'text.delta') process.stdout.write(event.text);
-  if (event.type === 'tool.started')
-    console.log(`\n→ ${event.name} ${JSON.stringify(event.input)}`);
+  if (event.type === 'tool.started') console.log('\n→', event.name, JSON.stringify(event.input));
   if (event.type === 'tool.settled') console.log(`← ${event.text}`);
 }
 const { status, reason, steps } = await turn.done;

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { Fact } from '../../events/facts.ts';
 import { lowdbStore } from '../../store/lowdb-store.ts';
 import {
-  expectLinesInOrder,
+  expectDocumentedOutput,
   repoRoot,
   runExample,
   startExample,
@@ -42,31 +42,10 @@ describe('examples/coding-agent.ts', () => {
     const run = await runExample('coding-agent', { env: { TURNLOG_DIR: dir }, stdin: 'y\ny\ny\n' });
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    expectLinesInOrder(run.stdout, [
-      'you: The tests fail. Find the bug, fix it, and check that the tests pass.',
-      'Let me run the tests first.',
-      'Allow runCommand: node --test? [y/n] y',
-      '→ runCommand: node --test',
-      '    [exit code 1]',
-      'One test fails: sum([1, 2, 3]) returns 5, not 6. Let me read sum.js.',
-      '→ readFile: sum.js',
-      'Found it: the loop starts at index 1, so the first number is skipped. I will start it at 0.',
-      '  -   for (let index = 1; index < numbers.length; index += 1) total += numbers[index];',
-      `  + ${fixedLoop}`,
-      'Allow writeFile: sum.js (183 characters)? [y/n] y',
-      '← success: Wrote 183 bytes to sum.js (replaced).',
-      'The fix is in place. Running the tests again.',
-      'Allow runCommand: node --test? [y/n] y',
-      '    [exit code 0]',
-      'All tests pass now. The bug: the loop in sum.js started at index 1 and skipped the first number; it starts at 0 now.',
-      'run completed (end_turn) after 5 steps.',
-    ]);
-    const lines = run.stdout.split('\n');
-    expect(lines[0]).toBe(
-      'model: scripted (offline; set OPENAI_API_KEY or GOOGLE_GENERATIVE_AI_API_KEY for a real model)',
-    );
-    expect(lines[1]).toBe(
-      `workspace: copied examples/coding-agent-project to ${path.join(dir, 'coding-agent', 'workspace')}`,
+    const workspace = path.join(dir, 'coding-agent', 'workspace');
+    expectDocumentedOutput(
+      'coding-agent',
+      run.stdout.replace(workspace, '.turnlog/coding-agent/workspace'),
     );
 
     const facts = await loggedFacts(dir);
@@ -84,6 +63,31 @@ describe('examples/coding-agent.ts', () => {
     ).toContain('let index = 1;');
   });
 
+  it('leaves the run parked when stdin ends before an answer, and takes a no on the next start', async () => {
+    const env = { TURNLOG_DIR: tempDir() };
+    const first = await runExample('coding-agent', { env, stdin: 'y\n' });
+    expect(first.code).toBe(0);
+    expect(first.stdout.trimEnd().split('\n').slice(-2)).toEqual([
+      'Allow writeFile: sum.js (183 characters)? [y/n] ',
+      'No answer on stdin: the run stays parked in the log. Run the agent again to answer.',
+    ]);
+
+    const second = await runExample('coding-agent', { env, stdin: 'n\n' });
+    expect(second.stderr).toBe('');
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain('  status: parked, waiting for you\n');
+    expect(second.stdout.trimEnd().split('\n').slice(-5)).toEqual([
+      'Allow writeFile: sum.js (183 characters)? [y/n] n',
+      '← denied: This call was denied by the user; it was not run. Do not repeat it unchanged.',
+      'Understood, I will leave sum.js as it is. The fix is to start its loop at index 0.',
+      '',
+      'run completed (end_turn) after 4 steps.',
+    ]);
+    const facts = await loggedFacts(env.TURNLOG_DIR);
+    expect(started(facts, 'writeFile')).toBe(0);
+    expect(testsPass(env.TURNLOG_DIR)).toBe(false);
+  });
+
   it('stops cleanly on Ctrl-C at the write prompt: the run ends aborted and sum.js is unchanged', async () => {
     const dir = tempDir();
     const agent = startExample('coding-agent', { env: { TURNLOG_DIR: dir } });
@@ -94,7 +98,7 @@ describe('examples/coding-agent.ts', () => {
     const run = await agent.exited;
     expect(run.stderr).toBe('');
     expect(run.code).toBe(130);
-    expect(run.stdout).toContain('^C: stopping the run…');
+    expect(run.stdout).toContain('\nstopping the run (Ctrl-C)…\n');
     expect(run.stdout).toContain('← cancelled: This call was cancelled; it was not run.');
     expect(run.stdout.trimEnd().split('\n').at(-1)).toBe(
       'run aborted (stop_requested) after 3 steps.',
@@ -104,6 +108,24 @@ describe('examples/coding-agent.ts', () => {
     expect(facts.at(-1)).toMatchObject({ type: 'run.ended', status: 'aborted' });
     expect(started(facts, 'writeFile')).toBe(0);
     expect(testsPass(dir)).toBe(false);
+  });
+
+  it('recovers a run killed at the write prompt and asks again, as documented', async () => {
+    const env = { TURNLOG_DIR: tempDir() };
+    const first = startExample('coding-agent', { env });
+    await first.next('Allow runCommand: node --test? [y/n] ');
+    first.answer('y');
+    await first.next('Allow writeFile: sum.js (183 characters)? [y/n] ');
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    const second = await runExample('coding-agent', { env, stdin: 'y\ny\n' });
+    expect(second.stderr).toBe('');
+    expect(second.code).toBe(0);
+    expectDocumentedOutput('coding-agent-recovered', second.stdout);
+    const facts = await loggedFacts(env.TURNLOG_DIR);
+    expect(started(facts, 'writeFile')).toBe(1);
+    expect(facts.filter((fact) => fact.type === 'tool.permission.requested')).toHaveLength(3);
   });
 
   it('recovers after SIGKILL while a command runs and at a permission prompt, writing the fix once', async () => {
@@ -149,7 +171,9 @@ describe('examples/coding-agent.ts', () => {
     second.answer('y');
     await second.next('Allow writeFile: sum.js (183 characters)? [y/n] ');
     second.child.kill('SIGKILL');
-    await second.exited;
+    expectDocumentedOutput('coding-agent-indeterminate', (await second.exited).stdout, {
+      part: true,
+    });
 
     const third = startExample('coding-agent', { env });
     const parked = await third.next('Allow writeFile: sum.js (183 characters)? [y/n] ');

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Fact } from '../../events/facts.ts';
 import { startServer } from '../../examples/embedded-server.ts';
-import { startExample, tempDir } from './example-process.ts';
+import { expectDocumentedOutput, startExample, tempDir } from './example-process.ts';
 
 /** One server-sent event as the client parsed it. */
 interface ServerSentEvent {
@@ -267,10 +267,10 @@ it('runs as a program: PORT=0 picks a free port, and SIGTERM shuts it down with 
   const program = startExample('embedded-server', {
     env: { PORT: '0', TURNLOG_DIR: tempDir() },
   });
-  await program.next('listening on ');
+  await program.next('try: ');
   const started = await program.next('\n');
-  const url = /^listening on (http:\/\/127\.0\.0\.1:\d+)$/m.exec(started)?.[1];
-  expect(url).toBeDefined();
+  const url = /^listening on (http:\/\/127\.0\.0\.1:\d+)$/m.exec(started)?.[1] as string;
+  expectDocumentedOutput('embedded-server', started.replaceAll(url, 'http://127.0.0.1:3000'));
   const response = await fetch(`${url}/sessions/demo/facts`);
   expect(await response.json()).toEqual([]);
   program.child.kill('SIGTERM');

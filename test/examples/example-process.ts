@@ -1,5 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -117,18 +117,37 @@ export function runExample(
   return startExample(name, { stdin: '', ...options }).exited;
 }
 
-/** The output's lines, trailing spaces trimmed. */
-export function linesOf(output: string): string[] {
-  return output.split('\n').map((line) => line.trimEnd());
+/**
+ * The output documented for `name` in architecture/examples.md: the ```text block right after
+ * its `<!-- output: name -->` marker.
+ */
+export function documentedOutput(name: string): string {
+  const doc = readFileSync(path.join(repoRoot, 'architecture', 'examples.md'), 'utf8');
+  const marker = `<!-- output: ${name} -->\n\`\`\`text\n`;
+  const start = doc.indexOf(marker);
+  if (start === -1) throw new Error(`architecture/examples.md has no output block for ${name}`);
+  const from = start + marker.length;
+  return doc.slice(from, doc.indexOf('\n```', from) + 1);
 }
 
-/** Asserts that `output` has each of `expected` as a whole line, in this order. */
-export function expectLinesInOrder(output: string, expected: readonly string[]): void {
-  const lines = linesOf(output);
-  let from = 0;
-  for (const line of expected) {
-    const index = lines.indexOf(line, from);
-    expect(index, `line ${JSON.stringify(line)} after line ${from} of:\n${output}`).not.toBe(-1);
-    from = index + 1;
-  }
+/** Blanks what may differ between two runs: timings, session ids, the inspector's event count. */
+export function normalizeOutput(output: string): string {
+  return output
+    .replace(/\(\d+(?:\.\d+)?ms\)/g, '(…ms)')
+    .replace(/coding-agent-\d+/g, 'coding-agent-<id>')
+    .replace(/\d+ inspection events/g, '<n> inspection events')
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .join('\n');
+}
+
+/** Asserts that `output` is (or, with `part`, contains) the documented output of `name`. */
+export function expectDocumentedOutput(
+  name: string,
+  output: string,
+  { part = false }: { part?: boolean } = {},
+): void {
+  const documented = normalizeOutput(documentedOutput(name));
+  if (part) expect(normalizeOutput(output)).toContain(documented);
+  else expect(normalizeOutput(output)).toBe(documented);
 }

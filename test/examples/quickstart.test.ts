@@ -1,33 +1,15 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { linesOf, runExample, tempDir } from './example-process.ts';
+import { expectDocumentedOutput, repoRoot, runExample, tempDir } from './example-process.ts';
 
-it('runs the quickstart offline: streamed answer, the tool call, and the 9 facts in .turnlog/', async () => {
+it('runs the quickstart offline, printing what architecture/examples.md shows, with its log in .turnlog/', async () => {
   // No TURNLOG_DIR: the default store location, .turnlog/ in the working directory.
   const cwd = tempDir();
   const run = await runExample('quickstart', { cwd });
   expect(run.stderr).toBe('');
   expect(run.code).toBe(0);
-  expect(linesOf(run.stdout)).toEqual([
-    'model: scripted (offline; set OPENAI_API_KEY or GOOGLE_GENERATIVE_AI_API_KEY for a real model)',
-    'you: What is the weather in Paris?',
-    'Let me check.',
-    '→ getWeather {"city":"Paris"}',
-    '← Paris: 18 °C, sunny, light wind',
-    'It is 18 °C and sunny in Paris: a good day for a walk.',
-    'completed (end_turn) in 2 steps. The log:',
-    '  1  run.started               projecting',
-    '  2  step.started              requesting.streaming',
-    '  3  step.completed            settlingTools.deciding',
-    '  4  tool.permission.decided   settlingTools.running',
-    '  5  tool.started              settlingTools.running',
-    '  6  tool.settled              projecting',
-    '  7  step.started              requesting.streaming',
-    '  8  step.completed            terminal',
-    '  9  run.ended                 terminal',
-    '',
-  ]);
+  expectDocumentedOutput('quickstart', run.stdout);
   const sessions = readdirSync(path.join(cwd, '.turnlog', 'sessions'));
   expect(sessions).toHaveLength(1);
   expect(sessions[0]).toMatch(/^quickstart-\d+$/);
@@ -41,4 +23,14 @@ it('puts the quickstart log under TURNLOG_DIR when it is set', async () => {
   expect(run.code).toBe(0);
   expect(readdirSync(path.join(dir, 'sessions'))).toHaveLength(1);
   expect(existsSync(path.join(cwd, '.turnlog'))).toBe(false);
+});
+
+it('shows the quickstart in architecture/examples.md exactly as the file runs it', () => {
+  const doc = readFileSync(path.join(repoRoot, 'architecture', 'examples.md'), 'utf8');
+  const from = doc.indexOf('```ts\n', doc.indexOf('The whole file, as it reads in an app:')) + 6;
+  const documented = doc.slice(from, doc.indexOf('```\n', from));
+  const file = readFileSync(path.join(repoRoot, 'examples', 'quickstart.ts'), 'utf8');
+  // The file without its header comment, importing from the repository instead of 'turnlog'.
+  const code = file.slice(file.indexOf('import '));
+  expect(documented.replace("from 'turnlog'", "from '../index.ts'")).toBe(code);
 });
