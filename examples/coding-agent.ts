@@ -84,7 +84,8 @@ if (recovered !== undefined && recovered.status !== 'ended') {
 const finished = await watch(turn, replayedThrough);
 if (finished) {
   const result = await turn.done;
-  console.log(`\nrun ${result.status} (${result.reason}) after ${result.steps} steps.`);
+  const steps = `${result.steps} step${result.steps === 1 ? '' : 's'}`;
+  console.log(`\nrun ${result.status} (${result.reason}) after ${steps}.`);
   if (result.status === 'aborted') process.exitCode = 130;
 } else {
   console.log(

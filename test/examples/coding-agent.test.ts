@@ -36,6 +36,28 @@ function testsPass(dir: string): boolean {
   return spawnSync(process.execPath, ['--test'], { cwd, encoding: 'utf8' }).status === 0;
 }
 
+/**
+ * A copy of the example project whose tests block while a file named `hold` exists in the
+ * working copy, so a signal sent once `→ runCommand` is printed lands mid-command.
+ */
+function holdingProject(): string {
+  const project = path.join(tempDir(), 'project');
+  cpSync(path.join(repoRoot, 'examples/coding-agent-project'), project, { recursive: true });
+  writeFileSync(path.join(project, 'hold'), '');
+  writeFileSync(
+    path.join(project, 'hold.test.js'),
+    [
+      "import { existsSync, watch } from 'node:fs';",
+      "import { test } from 'node:test';",
+      "test('waits while hold exists', () => new Promise((resolve) => {",
+      "  const watcher = watch('.', () => { if (!existsSync('hold')) resolve(watcher.close()); });",
+      "  if (!existsSync('hold')) resolve(watcher.close());",
+      '}));',
+    ].join('\n'),
+  );
+  return project;
+}
+
 describe('examples/coding-agent.ts', () => {
   it('fixes the failing test offline with every prompt answered y through stdin', async () => {
     const dir = tempDir();
@@ -110,6 +132,26 @@ describe('examples/coding-agent.ts', () => {
     expect(testsPass(dir)).toBe(false);
   });
 
+  it('stops cleanly on Ctrl-C while a command runs: the command is killed and the run ends aborted', async () => {
+    const env = { TURNLOG_DIR: tempDir(), CODING_AGENT_PROJECT: holdingProject() };
+    const agent = startExample('coding-agent', { env });
+    await agent.next('Allow runCommand: node --test? [y/n] ');
+    agent.answer('y');
+    await agent.next('→ runCommand: node --test');
+    agent.child.kill('SIGINT');
+    const run = await agent.exited;
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(130);
+    expect(run.stdout.trimEnd().split('\n').slice(-4)).toEqual([
+      'stopping the run (Ctrl-C)…',
+      '← cancelled: The run was stopped while this call was running; the tool ended with: the command was killed because the run was stopped. It may have partly run; inspect the current state before retrying.',
+      '',
+      'run aborted (stop_requested) after 1 step.',
+    ]);
+    const facts = await loggedFacts(env.TURNLOG_DIR);
+    expect(facts.at(-1)).toMatchObject({ type: 'run.ended', status: 'aborted' });
+  });
+
   it('recovers a run killed at the write prompt and asks again, as documented', async () => {
     const env = { TURNLOG_DIR: tempDir() };
     const first = startExample('coding-agent', { env });
@@ -130,21 +172,7 @@ describe('examples/coding-agent.ts', () => {
 
   it('recovers after SIGKILL while a command runs and at a permission prompt, writing the fix once', async () => {
     const dir = tempDir();
-    // The project's tests block while a file named `hold` exists, so the kill lands mid-command.
-    const project = path.join(tempDir(), 'project');
-    cpSync(path.join(repoRoot, 'examples/coding-agent-project'), project, { recursive: true });
-    writeFileSync(path.join(project, 'hold'), '');
-    writeFileSync(
-      path.join(project, 'hold.test.js'),
-      [
-        "import { existsSync, watch } from 'node:fs';",
-        "import { test } from 'node:test';",
-        "test('waits while hold exists', () => new Promise((resolve) => {",
-        "  const watcher = watch('.', () => { if (!existsSync('hold')) resolve(watcher.close()); });",
-        "  if (!existsSync('hold')) resolve(watcher.close());",
-        '}));',
-      ].join('\n'),
-    );
+    const project = holdingProject();
     const env = { TURNLOG_DIR: dir, CODING_AGENT_PROJECT: project };
 
     const first = startExample('coding-agent', { env });
