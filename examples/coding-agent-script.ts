@@ -2,8 +2,8 @@
 // tests → summary, but it decides each step from the conversation it is sent (the history
 // projected from the log), not from a step counter: a run recovered in a new process, where a
 // fresh model starts from zero, continues exactly where the log left off.
-import type { LanguageModelV4CallOptions } from '@ai-sdk/provider';
 import type { JsonObject, ScriptedResponse } from '../index.ts';
+import type { ScriptedCall } from './pick-model.ts';
 
 /** One tool result in the conversation, with the call it answers. */
 interface Result {
@@ -23,7 +23,7 @@ const fixedLoop = 'let index = 0;';
  * @example
  * const model = await pickModel(codingAgentReply);
  */
-export function codingAgentReply(call: LanguageModelV4CallOptions): ScriptedResponse {
+export function codingAgentReply(call: ScriptedCall): ScriptedResponse {
   const results = toolResults(call);
   const last = results.at(-1);
   if (last?.text.startsWith('This call was denied')) {
@@ -74,7 +74,7 @@ export function codingAgentReply(call: LanguageModelV4CallOptions): ScriptedResp
     : say('The tests still fail after the fix; the output above shows what is left.');
 }
 
-function toolResults(call: LanguageModelV4CallOptions): Result[] {
+function toolResults(call: ScriptedCall): Result[] {
   const inputs = new Map<string, JsonObject>();
   const results: Result[] = [];
   for (const message of call.prompt) {

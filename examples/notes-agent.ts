@@ -1,10 +1,9 @@
 // The agent behind examples/embedded-server.ts: a note keeper whose `saveNote` asks a person
 // first. Offline, its scripted model answers from the conversation it is sent, so it plays any
 // number of sessions and turns.
-import type { LanguageModelV4CallOptions } from '@ai-sdk/provider';
 import { z } from 'zod';
 import { createRuntime, defineTool, type EventStore, type ScriptedResponse } from '../index.ts';
-import { pickModel } from './pick-model.ts';
+import { pickModel, type ScriptedCall } from './pick-model.ts';
 
 /**
  * A runtime for the note keeper on `store`. Notes live in memory (a real app would use its
@@ -42,7 +41,7 @@ export async function createNotesRuntime(store: EventStore) {
 }
 
 /** The offline note keeper's next response, from the last message it is sent. */
-export function notesReply(call: LanguageModelV4CallOptions): ScriptedResponse {
+export function notesReply(call: ScriptedCall): ScriptedResponse {
   const last = call.prompt.at(-1);
   if (last?.role === 'tool') {
     const part = last.content[0];

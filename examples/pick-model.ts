@@ -1,6 +1,5 @@
 // The model every example runs with: OpenAI when OPENAI_API_KEY is set, else Google when
 // GOOGLE_GENERATIVE_AI_API_KEY is set, else an offline scripted model. It prints its choice.
-import type { LanguageModelV4CallOptions } from '@ai-sdk/provider';
 import {
   type AiSdkLanguageModel,
   type ScriptedResponse,
@@ -8,8 +7,11 @@ import {
   scriptedModel,
 } from '../index.ts';
 
+/** One request to the scripted model: the AI SDK call options, with the `prompt` it is sent. */
+export type ScriptedCall = Parameters<Extract<ScriptedStep, (call: never) => unknown>>[0];
+
 /** The offline model's next response, decided from the conversation the model is sent. */
-export type ScriptedReply = (call: LanguageModelV4CallOptions) => ScriptedResponse;
+export type ScriptedReply = (call: ScriptedCall) => ScriptedResponse;
 
 /**
  * Picks the example's model and prints which one (`model: …`). `offline` is the script played
@@ -42,7 +44,7 @@ export async function pickModel(
 
 /** A scripted model that asks `reply` for every request, however many there are. */
 function conversationModel(reply: ScriptedReply): AiSdkLanguageModel {
-  const play = (call: LanguageModelV4CallOptions) => {
+  const play = (call: ScriptedCall) => {
     const response = reply(call);
     const toolCalls = response.toolCalls?.map((toolCall, index) => ({
       ...toolCall,
