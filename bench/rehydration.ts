@@ -13,9 +13,10 @@ import { foldRun } from '../machines/rehydrate.ts';
 import { lowdbStore } from '../store/lowdb-store.ts';
 import { memoryStore } from '../store/memory-store.ts';
 import { conversationPrompt } from './conversation.ts';
+import { finishedRuns } from './long-session.ts';
 import { median, timed } from './stats.ts';
 import { type BenchTable, formatMs } from './table.ts';
-import { conversationRuntime, runTurnlog } from './turnlog-side.ts';
+import { conversationRuntime } from './turnlog-side.ts';
 
 /** Options of {@link benchRehydration}. */
 export interface RehydrationBenchOptions {
@@ -129,22 +130,12 @@ export async function benchRehydration(
 }
 
 /**
- * A session of at least `target` facts: one finished 20-step run made by the real runtime,
- * copied with fresh run, turn, step and fact ids until the session is long enough (making each
- * run with the runtime would take minutes: its per-step cost grows with the session, see
- * RESULTS.md), then one run made by the real runtime on top of them, parked on a permission
+ * A session of at least `target` facts: copies of one finished 20-step run (see
+ * `finishedRuns`), then one run made by the real runtime on top of them, parked on a permission
  * at its last tool call.
  */
 async function sessionOf(target: number): Promise<Fact[]> {
-  const template = conversationRuntime({ store: memoryStore(), steps });
-  await runTurnlog({ runtime: template, sessionId, steps });
-  const run = await template.facts(sessionId);
-  await template.close();
-
-  const copies: Fact[] = [];
-  for (let copy = 0; copies.length + run.length < target; copy += 1) {
-    for (const fact of renamed(run, `c${copy}`)) copies.push({ ...fact, seq: copies.length + 1 });
-  }
+  const copies = await finishedRuns({ sessionId, steps, facts: target });
   const runtime = conversationRuntime({
     store: memoryStore({ facts: copies }),
     steps,
@@ -157,26 +148,6 @@ async function sessionOf(target: number): Promise<Fact[]> {
   } finally {
     await runtime.close();
   }
-}
-
-/** The run's facts with every run, turn, step and fact id suffixed (ids stay unique). */
-function renamed(facts: readonly Fact[], suffix: string): Fact[] {
-  const ids = new Set<string>();
-  for (const fact of facts) {
-    ids.add(fact.runId);
-    ids.add(fact.turnId);
-    if ('stepId' in fact) ids.add(fact.stepId);
-  }
-  let json = JSON.stringify(facts);
-  // Longest first, so an id that prefixes another is not replaced inside it.
-  for (const id of [...ids].sort((left, right) => right.length - left.length)) {
-    json = json.replaceAll(`"${id}`, `"${id}_${suffix}`);
-  }
-  return (JSON.parse(json) as Fact[]).map((fact) =>
-    fact.id.endsWith(`_${suffix}`) || fact.id.includes(`_${suffix}:`)
-      ? fact
-      : { ...fact, id: `${fact.id}_${suffix}` },
-  );
 }
 
 /** The phases as a table. */

@@ -1,6 +1,6 @@
 // Runs every benchmark and prints one markdown table per benchmark (npm run bench).
 // Pick some by name: npm run bench -- overhead log-size
-// Names: adapter, store, overhead, log-size, rehydration, parked-memory.
+// Names: adapter, store, overhead, session-length, log-size, rehydration, parked-memory.
 import { loadavg } from 'node:os';
 import { benchAdapter } from './adapter.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
@@ -8,6 +8,7 @@ import { describeMachine } from './machine.ts';
 import { benchOverhead, overheadTable } from './overhead.ts';
 import { benchParkedMemory, parkedMemoryTable } from './parked-memory.ts';
 import { benchRehydration, rehydrationTable } from './rehydration.ts';
+import { benchSessionLength, sessionLengthTable } from './session-length.ts';
 import { benchStore } from './store.ts';
 import { type BenchTable, formatMs, formatTable } from './table.ts';
 
@@ -42,6 +43,7 @@ const benchmarks: Record<string, () => Promise<BenchTable>> = {
     };
   },
   overhead: async () => overheadTable(await benchOverhead()),
+  'session-length': async () => sessionLengthTable(await benchSessionLength()),
   'log-size': async () => logSizeTable(await benchLogSize()),
   rehydration: async () => rehydrationTable(await benchRehydration()),
   'parked-memory': async () => parkedMemoryTable(await benchParkedMemory()),

@@ -1,6 +1,6 @@
 // The turnlog and plain-streamText sides of the orchestration benchmarks, over the shared
 // conversation model and the same `add` tool.
-import { stepCountIs, streamText, tool } from 'ai';
+import { type ModelMessage, stepCountIs, streamText, tool } from 'ai';
 import { z } from 'zod';
 import { createRuntime, type Runtime } from '../runtime.ts';
 import type { EventStore } from '../store/event-store.ts';
@@ -53,8 +53,13 @@ export async function runTurnlog(options: {
 /**
  * Runs the conversation with plain `streamText`: the SDK's own loop (`stopWhen:
  * stepCountIs(steps)`) executing the tool, the full stream read; checks the step count.
+ * `history` (AI SDK messages) goes before the user message, as an app keeping its own history
+ * would send it.
  */
-export async function runStreamText(steps: number): Promise<void> {
+export async function runStreamText(
+  steps: number,
+  history: readonly ModelMessage[] = [],
+): Promise<void> {
   const result = streamText({
     model: conversationModel(steps),
     tools: {
@@ -65,7 +70,7 @@ export async function runStreamText(steps: number): Promise<void> {
       }),
     },
     stopWhen: stepCountIs(steps),
-    messages: [{ role: 'user', content: conversationPrompt }],
+    messages: [...history, { role: 'user', content: conversationPrompt }],
     maxRetries: 0,
   });
   for await (const _part of result.fullStream);
