@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import type { Fact, NewFact } from '../events/facts.ts';
 import type { Runtime } from '../runtime.ts';
 import type { EventStore } from '../store/event-store.ts';
 import { lowdbStore } from '../store/lowdb-store.ts';
@@ -19,9 +20,14 @@ import { conversationRuntime } from './turnlog-side.ts';
 /** Which store the runtime uses. */
 export type ParkedStore = 'memoryStore' | 'lowdbStore';
 
+/** What holds the parked sessions. */
+export type ParkedMode = 'runtime' | 'store only';
+
 /** One child process's measurement. */
 export interface ParkedMemoryRow {
   store: ParkedStore;
+  /** `runtime`: sessions parked by the runtime; `store only`: their facts appended to the store, no runtime. */
+  mode: ParkedMode;
   sessions: number;
   /** Heap after GC with only the warm-up sessions parked, and after all sessions parked. */
   heapBefore: number;
@@ -47,20 +53,29 @@ export async function benchParkedMemory(
 ): Promise<ParkedMemoryRow[]> {
   const rows: ParkedMemoryRow[] = [];
   for (const store of stores) {
-    for (const sessions of counts) {
-      const { stdout } = await promisify(execFile)(
-        process.execPath,
-        ['--expose-gc', fileURLToPath(import.meta.url), '--child', store, String(sessions)],
-        { maxBuffer: 1024 * 1024 },
-      );
-      rows.push(JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as ParkedMemoryRow);
+    for (const mode of ['runtime', 'store only'] as const) {
+      for (const sessions of mode === 'runtime' ? counts : counts.slice(-1)) {
+        const { stdout } = await promisify(execFile)(
+          process.execPath,
+          ['--expose-gc', fileURLToPath(import.meta.url), '--child', store, mode, String(sessions)],
+          { maxBuffer: 1024 * 1024 },
+        );
+        rows.push(JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as ParkedMemoryRow);
+      }
     }
   }
   return rows;
 }
 
-/** In the child: park `sessions` sessions in one runtime and measure the heap around them. */
-async function measure(storeName: ParkedStore, sessions: number): Promise<ParkedMemoryRow> {
+/**
+ * In the child: park `sessions` sessions in one runtime (or, `store only`, append a parked
+ * session's facts for each to the store, with no runtime) and measure the heap around them.
+ */
+async function measure(
+  storeName: ParkedStore,
+  mode: ParkedMode,
+  sessions: number,
+): Promise<ParkedMemoryRow> {
   const gc = globalThis.gc;
   if (gc === undefined) throw new Error('parked-memory: run the child with --expose-gc');
   const dir = await mkdtemp(path.join(tmpdir(), 'turnlog-bench-parked-'));
@@ -71,13 +86,16 @@ async function measure(storeName: ParkedStore, sessions: number): Promise<Parked
     const heapBefore = await heapAfterGc(gc);
     const rssBefore = process.memoryUsage().rss;
     const started = performance.now();
-    await parkAll(runtime, 'parked', sessions);
+    if (mode === 'runtime') await parkAll(runtime, 'parked', sessions);
+    else await appendAll(store, await store.read('warmup_0'), 'parked', sessions);
     const parkMs = performance.now() - started;
     const heapAfter = await heapAfterGc(gc);
     const rssAfter = process.memoryUsage().rss;
 
     const open = await store.openRuns();
-    const pending = await runtime.pending(`parked_${sessions - 1}`);
+    const pending = (await store.read(`parked_${sessions - 1}`)).filter(
+      (fact) => fact.type === 'tool.permission.requested',
+    );
     if (open.length !== warmupSessions + sessions || pending.length !== 1) {
       throw new Error(
         `parked-memory: ${open.length} open runs and ${pending.length} pending decisions, expected ${warmupSessions + sessions} and 1`,
@@ -85,6 +103,7 @@ async function measure(storeName: ParkedStore, sessions: number): Promise<Parked
     }
     return {
       store: storeName,
+      mode,
       sessions,
       heapBefore,
       heapAfter,
@@ -107,6 +126,27 @@ async function parkAll(runtime: Runtime, prefix: string, sessions: number): Prom
       next += 1;
       const turn = await runtime.send({ sessionId, text: conversationPrompt });
       for await (const event of turn.events) if (event.type === 'tool.permission.requested') break;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
+/** Appends a copy of one parked session's facts under each new session id, `concurrency` at a time. */
+async function appendAll(
+  store: EventStore,
+  template: readonly Fact[],
+  prefix: string,
+  sessions: number,
+): Promise<void> {
+  const json = JSON.stringify(template.map(({ seq: _seq, ...fact }) => fact));
+  const from = `"${template[0]?.sessionId}"`;
+  let next = 0;
+  const worker = async () => {
+    while (next < sessions) {
+      const sessionId = `${prefix}_${next}`;
+      next += 1;
+      const facts = JSON.parse(json.replaceAll(from, `"${sessionId}"`)) as NewFact[];
+      await store.append(sessionId, facts, { expectedSeq: 0 });
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
@@ -142,14 +182,18 @@ export function parkedMemoryTable(rows: ParkedMemoryRow[]): BenchTable {
     notes: [
       `each row in its own child process (node --expose-gc); ${warmupSessions} sessions are parked first as a warm-up and are in the baseline; heapUsed after five GCs, before and after parking; the turn handles are dropped after reading up to tool.permission.requested`,
       'a session parks at its first tool call (the `add` tool asks): run.started, step.started, step.completed, tool.permission.requested; a parked run holds no actor (the runtime releases it and rehydrates from the log on decide())',
-      'memoryStore keeps every fact in the heap by design, so its rows include the log itself',
+      "memoryStore keeps every fact in the heap by design, so its rows include the log itself; the store-only rows append each parked session's four facts (ids renamed per session) with no runtime, to show how much of the runtime rows is the store's",
     ],
   };
 }
 
 if (import.meta.main) {
   if (process.argv[2] === '--child') {
-    const row = await measure(process.argv[3] as ParkedStore, Number(process.argv[4]));
+    const row = await measure(
+      process.argv[3] as ParkedStore,
+      process.argv[4] as ParkedMode,
+      Number(process.argv[5]),
+    );
     console.log(JSON.stringify(row));
   } else {
     const { formatTable } = await import('./table.ts');
