@@ -118,14 +118,14 @@ export function runExample(
 }
 
 /**
- * The output documented for `name` in architecture/examples.md: the ```text block right after
- * its `<!-- output: name -->` marker.
+ * The output documented for `name` in README.md: the ```text block right after its
+ * `<!-- output: name -->` marker.
  */
 export function documentedOutput(name: string): string {
-  const doc = readFileSync(path.join(repoRoot, 'architecture', 'examples.md'), 'utf8');
+  const doc = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
   const marker = `<!-- output: ${name} -->\n\`\`\`text\n`;
   const start = doc.indexOf(marker);
-  if (start === -1) throw new Error(`architecture/examples.md has no output block for ${name}`);
+  if (start === -1) throw new Error(`README.md has no output block for ${name}`);
   const from = start + marker.length;
   return doc.slice(from, doc.indexOf('\n```', from) + 1);
 }
