@@ -167,6 +167,7 @@ export function parkedMemoryTable(rows: ParkedMemoryRow[]): BenchTable {
     title: 'Memory per parked session (one runtime, sessions parked in awaitingPermission)',
     columns: [
       'store',
+      'parked by',
       'sessions',
       'heap growth per session',
       'RSS growth per session',
@@ -174,6 +175,7 @@ export function parkedMemoryTable(rows: ParkedMemoryRow[]): BenchTable {
     ],
     rows: rows.map((row) => [
       row.store,
+      row.mode === 'runtime' ? 'the runtime' : 'no runtime: facts appended to the store',
       row.sessions.toLocaleString('en-US'),
       formatBytes(row.bytesPerSession),
       formatBytes(row.rssPerSession),
