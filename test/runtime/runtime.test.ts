@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { scriptedModel } from '../../adapters/scripted-model.ts';
 import type { Fact } from '../../events/facts.ts';
+import type { Runtime } from '../../runtime.ts';
 import { SessionBusyError } from '../../runtime-errors.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import { lowdbStore } from '../../store/lowdb-store.ts';
@@ -18,21 +19,40 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-const stores: [string, () => EventStore][] = [
-  ['memoryStore', () => memoryStore()],
+/** A store, and how to open it again after its runtime closed (a restart). */
+interface StoreHarness {
+  store: EventStore;
+  reopen: (facts: Fact[]) => EventStore;
+}
+
+const stores: [string, () => StoreHarness][] = [
+  ['memoryStore', () => ({ store: memoryStore(), reopen: (facts) => memoryStore({ facts }) })],
   [
     'lowdbStore',
     () => {
       const dir = mkdtempSync(join(tmpdir(), 'turnlog-runtime-'));
       dirs.push(dir);
-      return lowdbStore({ dir });
+      return { store: lowdbStore({ dir }), reopen: () => lowdbStore({ dir }) };
     },
   ],
 ];
 
-describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
+/** Closes the runtime, opens a new one on the same log: facts and history are identical. */
+async function expectSameAfterReopen(runtime: Runtime, harness: StoreHarness, sessionId = 's1') {
+  const facts = await runtime.facts(sessionId);
+  const history = await runtime.history(sessionId);
+  await runtime.close();
+  const reopened = testRuntime(harness.reopen(facts), { model: scriptedModel([]) });
+  expect(JSON.stringify(await reopened.facts(sessionId))).toBe(JSON.stringify(facts));
+  expect(await reopened.history(sessionId)).toEqual(history);
+  expect(await reopened.recover()).toEqual([]);
+  await reopened.close();
+}
+
+describe.each(stores)('createRuntime on %s', (_name, makeHarness) => {
   it('runs a text turn: events in order, every fact once, deltas before their step.completed', async () => {
-    const store = makeStore();
+    const harness = makeHarness();
+    const { store } = harness;
     const model = scriptedModel([
       { text: ['Hel', 'lo', '!'], usage: { inputTokens: 3, outputTokens: 3 } },
     ]);
@@ -76,11 +96,12 @@ describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
       { role: 'user', content: 'hi' },
       { role: 'assistant', content: [{ type: 'text', text: 'Hello!' }] },
     ]);
-    await runtime.close();
+    await expectSameAfterReopen(runtime, harness);
   });
 
   it('runs a tool turn: the proven call executes exactly once with its raw value', async () => {
-    const store = makeStore();
+    const harness = makeHarness();
+    const { store } = harness;
     const { tool, executions } = addTool();
     const model = scriptedModel([
       { toolCalls: [{ name: 'add', input: { a: 2, b: 3 } }] },
@@ -122,11 +143,12 @@ describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
       },
       { role: 'assistant', content: [{ type: 'text', text: 'It is 5.' }] },
     ]);
-    await runtime.close();
+    await expectSameAfterReopen(runtime, harness);
   });
 
   it('parks on a permission ask, lists it in pending(), and resumes when decide() allows it', async () => {
-    const store = makeStore();
+    const harness = makeHarness();
+    const { store } = harness;
     const { tool, executions } = addTool('ask');
     const model = scriptedModel([
       { toolCalls: [{ name: 'add', input: { a: 1, b: 1 } }] },
@@ -169,11 +191,12 @@ describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
       reason: 'fine',
       inputHash: asked.type === 'tool.permission.requested' ? asked.inputHash : '',
     });
-    await runtime.close();
+    await expectSameAfterReopen(runtime, harness);
   });
 
   it('takes a steering message during a tool into the next request', async () => {
-    const store = makeStore();
+    const harness = makeHarness();
+    const { store } = harness;
     const entered = deferred();
     const release = deferred();
     const slow = defineTool({
@@ -203,11 +226,12 @@ describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
     expect(history[3]).toEqual({ role: 'user', content: 'also check the docs' });
     const secondPrompt = JSON.stringify(model.requests[1]?.prompt);
     expect(secondPrompt).toContain('also check the docs');
-    await runtime.close();
+    await expectSameAfterReopen(runtime, harness);
   });
 
   it('stops mid-stream: the request is aborted and the run ends aborted with no step.completed', async () => {
-    const store = makeStore();
+    const harness = makeHarness();
+    const { store } = harness;
     const model = scriptedModel([{ text: ['partial '], stall: true }]);
     const signals: (AbortSignal | undefined)[] = [];
     const doStream = model.doStream.bind(model);
@@ -227,11 +251,12 @@ describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
     const types = (await runtime.facts('s1')).map((fact) => fact.type);
     expect(types).toEqual(['run.started', 'step.started', 'run.stop.requested', 'run.ended']);
     expect(signals.map((signal) => signal?.aborted)).toEqual([true]);
-    await runtime.close();
+    await expectSameAfterReopen(runtime, harness);
   });
 
   it('stops mid-tool: the tool sees the abort and the call settles before run.ended', async () => {
-    const store = makeStore();
+    const harness = makeHarness();
+    const { store } = harness;
     const entered = deferred();
     let sawAbort = false;
     const waits = defineTool({
@@ -260,7 +285,7 @@ describe.each(stores)('createRuntime on %s', (_name, makeStore) => {
       ['run.ended', 'terminal'],
     ]);
     expect(facts.at(-2)).toMatchObject({ outcome: 'cancelled' });
-    await runtime.close();
+    await expectSameAfterReopen(runtime, harness);
   });
 });
 
