@@ -1,7 +1,7 @@
 import type { LanguageModelV3, LanguageModelV4, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { stepCountIs, streamText, wrapLanguageModel } from 'ai';
 import type { ProviderFailure, RequestCapture } from '../events/facts.ts';
-import { hashJson } from '../events/json.ts';
+import { hashText } from '../events/json.ts';
 import { UnsupportedModelError } from './adapter-errors.ts';
 import { createEventQueue, type EventQueue } from './event-queue.ts';
 import { resolveFinishReason } from './finish-reason.ts';
@@ -68,7 +68,8 @@ export function aiSdkAdapter(
       messageCount: request.messages.length,
       tools: request.tools.map((tool) => tool.name),
       activeTools: request.activeTools === undefined ? undefined : [...request.activeTools],
-      inputHash: hashJson(body),
+      // Built by turnlog's own projection, so its key order is stable: no sorting needed.
+      inputHash: hashText(JSON.stringify(body)),
     };
   }
 
@@ -79,7 +80,11 @@ export function aiSdkAdapter(
     step(request) {
       const events = createEventQueue<ModelStepEvent>();
       return {
-        request: capture(request),
+        // Hashing the whole request is not free, and the runtime already captured it for
+        // step.started: compute it only for a caller that reads it.
+        get request() {
+          return capture(request);
+        },
         events,
         completion: runStep({
           model,

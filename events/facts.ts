@@ -87,7 +87,7 @@ export interface RequestCapture {
   messageCount: number;
   tools: string[];
   activeTools: string[] | undefined;
-  /** `hashJson` of the whole turnlog request (system, messages, tools, options). */
+  /** `hashText` of the JSON of the whole turnlog request (system, messages, tools, options). */
   inputHash: string;
 }
 

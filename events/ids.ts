@@ -9,7 +9,17 @@ export type IdGenerator = (prefix: string) => string;
  */
 export function createIdGenerator(options: { now?: () => number } = {}): IdGenerator {
   const now = options.now ?? Date.now;
-  return (prefix) => `${prefix}_${now().toString(36)}${randomBytes(6).toString('hex')}`;
+  // Random bytes drawn in batches: one system call per 1,024 ids instead of one per id.
+  let pool = randomBytes(6 * 1024);
+  let offset = 0;
+  return (prefix) => {
+    if (offset === pool.length) {
+      pool = randomBytes(pool.length);
+      offset = 0;
+    }
+    offset += 6;
+    return `${prefix}_${now().toString(36)}${pool.toString('hex', offset - 6, offset)}`;
+  };
 }
 
 /**

@@ -174,8 +174,9 @@ export function createRunDriver(options: RunDriverOptions) {
         const fact = envelope(draft, '');
         // The store assigns this same seq: appends are serialized and checked with expectedSeq.
         const probe = { ...fact, seq: lastSeq() + 1 } as Fact;
-        if (!snapshot.can(probe)) return false;
         const next = pureTransition(machine, snapshot, probe);
+        // XState returns the very same snapshot when no transition takes the event.
+        if (next === snapshot) return false;
         const state = stateToString(next.value);
         const stored = await append({ ...fact, state });
         if (stored === undefined) {

@@ -33,6 +33,11 @@ export interface RunServices {
   onError: (error: unknown) => void;
 }
 
+const actorStopped = new Error(
+  'The turn machine stopped this actor (it left the state that invoked it).',
+);
+actorStopped.name = 'AbortError';
+
 /** Finds the services of a live run: the actors are provided once per runtime, not per run. */
 export type ServicesOf = (runId: string) => RunServices;
 
@@ -48,7 +53,16 @@ export function fromTask<TInput extends { runId: string }>(
   return fromCallback<never, TInput>(({ input }) => {
     const controller = new AbortController();
     const services = servicesOf(input.runId);
-    task(services, input, controller.signal).catch(services.onError);
-    return () => controller.abort();
+    let running = true;
+    task(services, input, controller.signal)
+      .catch(services.onError)
+      .finally(() => {
+        running = false;
+      });
+    // Only a task still running needs its signal; a shared reason spares building a
+    // DOMException (with its stack) for every actor the machine stops.
+    return () => {
+      if (running) controller.abort(actorStopped);
+    };
   });
 }
