@@ -15,12 +15,15 @@ export function buildRequest(services: RunServices): PreparedRequest {
     ...(services.system === undefined ? {} : { system: services.system }),
     messages,
     tools: services.toolDefinitions,
-    ...(services.limits.maxOutputTokens === undefined
-      ? {}
-      : { maxOutputTokens: services.limits.maxOutputTokens }),
-    ...(services.limits.streamIdleMs === undefined
-      ? {}
-      : { idleTimeoutMs: services.limits.streamIdleMs }),
+    ...requestLimits(services.limits),
+  };
+}
+
+/** The run's limits that every request of it carries (the summary request too). */
+export function requestLimits(limits: RunServices['limits']) {
+  return {
+    ...(limits.maxOutputTokens === undefined ? {} : { maxOutputTokens: limits.maxOutputTokens }),
+    ...(limits.streamIdleMs === undefined ? {} : { idleTimeoutMs: limits.streamIdleMs }),
   };
 }
 

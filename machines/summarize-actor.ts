@@ -1,6 +1,7 @@
 import type { Fact } from '../events/facts.ts';
 import type { ModelMessage } from '../events/messages.ts';
 import { projectHistory } from '../events/project-history.ts';
+import { requestLimits } from './prepare-step-actor.ts';
 import { fromTask, type ServicesOf } from './run-services.ts';
 import type { SummarizeInput } from './turn-machine.ts';
 
@@ -82,12 +83,7 @@ export function summarizeActor(servicesOf: ServicesOf) {
       system: summarySystem,
       messages: [{ role: 'user', content: `Summarize this session history:\n\n${text}` }],
       tools: [],
-      ...(services.limits.maxOutputTokens === undefined
-        ? {}
-        : { maxOutputTokens: services.limits.maxOutputTokens }),
-      ...(services.limits.streamIdleMs === undefined
-        ? {}
-        : { idleTimeoutMs: services.limits.streamIdleMs }),
+      ...requestLimits(services.limits),
       abortSignal: AbortSignal.any([services.signal, signal]),
     });
     const completion = await step.completion;

@@ -83,22 +83,32 @@ export function createToolRuntime({
     return context.commit(draft);
   }
 
-  async function decide(call: ToolCallRecord, context: SettleContext): Promise<void> {
-    // I5: only a call with a guard proof may go further.
+  /**
+   * I5: a call goes further only with a guard proof, a known tool and a valid input; otherwise
+   * it is settled here. Returns the tool and the schema-derived value to use from now on.
+   */
+  async function admit(call: ToolCallRecord, context: SettleContext) {
     if (call.proof === null) {
       await settle(call, context, 'withheld', { text: settlementText.withheld(call) });
-      return;
+      return undefined;
     }
     const tool = lookup(call.name);
     if (tool === undefined) {
       await settle(call, context, 'invalid', { text: unknownToolText(call.name) });
-      return;
+      return undefined;
     }
     const validation = await validateToolInput({ name: call.name, tool, raw: call.input });
     if (validation.status !== 'valid') {
       await settle(call, context, validation.status, { text: validation.text });
-      return;
+      return undefined;
     }
+    return { tool, validation };
+  }
+
+  async function decide(call: ToolCallRecord, context: SettleContext): Promise<void> {
+    const admitted = await admit(call, context);
+    if (admitted === undefined) return;
+    const { tool, validation } = admitted;
     const { inputHash } = validation;
     if (
       isRepeatedFailure({ facts: context.facts, runId: context.runId, name: call.name, inputHash })
@@ -159,21 +169,10 @@ export function createToolRuntime({
     decision: DecidedPermission,
     context: SettleContext,
   ): Promise<void> {
-    if (call.proof === null) {
-      await settle(call, context, 'withheld', { text: settlementText.withheld(call) });
-      return;
-    }
-    const tool = lookup(call.name);
-    if (tool === undefined) {
-      await settle(call, context, 'invalid', { text: unknownToolText(call.name) });
-      return;
-    }
     // I5: execute only the schema-derived value of the proved input the decision was bound to.
-    const validation = await validateToolInput({ name: call.name, tool, raw: call.input });
-    if (validation.status !== 'valid') {
-      await settle(call, context, validation.status, { text: validation.text });
-      return;
-    }
+    const admitted = await admit(call, context);
+    if (admitted === undefined) return;
+    const { tool, validation } = admitted;
     if (validation.inputHash !== decision.inputHash) {
       await settle(call, context, 'error', {
         text: settlementText.inputChanged(decision.inputHash, validation.inputHash),

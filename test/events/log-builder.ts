@@ -9,6 +9,7 @@ import type {
 } from '../../events/facts.ts';
 import type { JsonValue, ProviderOptions } from '../../events/json.ts';
 import { hashJson } from '../../events/json.ts';
+import { testLimits } from '../helpers/fact-builder.ts';
 
 /**
  * Builds a session's log fact by fact for crafted tests: numbers `seq` from 1, gives ids
@@ -67,15 +68,7 @@ export const draft = {
     type: 'run.started',
     input: { text },
     runtimeVersion: 'test',
-    limits: {
-      maxSteps: 10,
-      maxAttempts: 3,
-      maxOutputTokens: undefined,
-      toolOutputChars: 10_000,
-      contextWindowTokens: undefined,
-      toolConcurrency: 4,
-      stopGraceMs: 1_000,
-    },
+    limits: testLimits,
   }),
   stepStarted: (
     stepId: string,

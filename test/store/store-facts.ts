@@ -1,14 +1,5 @@
-import type { NewFact, RunLimits } from '../../events/facts.ts';
-
-const limits: RunLimits = {
-  maxSteps: 10,
-  maxAttempts: 3,
-  maxOutputTokens: undefined,
-  toolOutputChars: 10_000,
-  contextWindowTokens: undefined,
-  toolConcurrency: 4,
-  stopGraceMs: 1_000,
-};
+import type { NewFact } from '../../events/facts.ts';
+import { testLimits as limits } from '../helpers/fact-builder.ts';
 
 /**
  * Builds new (seq-less) facts of one session for store tests, with fixed times and ids the test

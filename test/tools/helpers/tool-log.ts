@@ -8,16 +8,7 @@ import type {
 } from '../../../events/facts.ts';
 import { memoryStore } from '../../../store/memory-store.ts';
 import type { DecidedPermission, SettleContext, ToolRuntime } from '../../../tools/tool.ts';
-
-export const toolTestLimits: RunLimits = {
-  maxSteps: 10,
-  maxAttempts: 3,
-  maxOutputTokens: undefined,
-  toolOutputChars: 10_000,
-  contextWindowTokens: undefined,
-  toolConcurrency: 4,
-  stopGraceMs: 1_000,
-};
+import { testLimits } from '../../helpers/fact-builder.ts';
 
 /**
  * A session log for tool runtime tests: `commit` appends to a `memoryStore` with the runtime's
@@ -31,7 +22,7 @@ export function createToolLog(
   const runId = options.runId ?? 'run_1';
   const store = memoryStore();
   const controller = new AbortController();
-  const limits: RunLimits = { ...toolTestLimits, ...options.limits };
+  const limits: RunLimits = { ...testLimits, ...options.limits };
   let accepting = true;
   let counter = 0;
   let facts: Fact[] = [];
