@@ -70,6 +70,11 @@ process.on('SIGINT', () => {
 });
 
 const [recovered] = await runtime.recover();
+if (recovered?.status === 'damaged') {
+  console.log(`the log of ${recovered.sessionId} is damaged and cannot be resumed:`);
+  for (const damage of recovered.damage) console.log(`  ${damage}`);
+  process.exit(1);
+}
 let replayedThrough = 0;
 if (recovered !== undefined && recovered.status !== 'ended') {
   turn = recovered.turn;
@@ -150,7 +155,9 @@ async function decidePending(sessionId: string): Promise<boolean> {
 }
 
 /** Says what `recover()` found; returns the seq the log had reached before this recovery. */
-async function describeRecovery(found: RecoveredRun): Promise<number> {
+async function describeRecovery(
+  found: Exclude<RecoveredRun, { status: 'damaged' }>,
+): Promise<number> {
   const facts = await runtime.facts(found.sessionId);
   const run = facts.filter((fact) => fact.runId === found.runId);
   const settled = run.filter(

@@ -1,4 +1,5 @@
 import { projectHistory } from '../events/project-history.ts';
+import type { PrepareStepInput } from './actor-inputs.ts';
 import { estimateRequestTokens, outputReserve } from './estimate-tokens.ts';
 import {
   fromTask,
@@ -6,7 +7,6 @@ import {
   type RunServices,
   type ServicesOf,
 } from './run-services.ts';
-import type { PrepareStepInput } from './turn-machine.ts';
 
 /** Builds the next request from the log alone (I6): the history projection, the system prompt, the tools. */
 export function buildRequest(services: RunServices): PreparedRequest {

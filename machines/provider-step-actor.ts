@@ -1,7 +1,7 @@
 import type { ModelStepEvent } from '../adapters/model-adapter.ts';
+import type { ProviderStepInput } from './actor-inputs.ts';
 import { buildRequest, preparedKey } from './prepare-step-actor.ts';
 import { fromTask, type ServicesOf } from './run-services.ts';
-import type { ProviderStepInput } from './turn-machine.ts';
 
 /** How long streamed output may wait before the partial snapshot slot is rewritten. */
 const partialFlushMs = 200;

@@ -1,5 +1,5 @@
+import type { RetryTimerInput } from './actor-inputs.ts';
 import { fromTask, type ServicesOf } from './run-services.ts';
-import type { RetryTimerInput } from './turn-machine.ts';
 
 const baseDelayMs = 1_000;
 const maxDelayMs = 32_000;

@@ -1,9 +1,9 @@
 import type { Fact } from '../events/facts.ts';
 import type { ModelMessage } from '../events/messages.ts';
 import { projectHistory } from '../events/project-history.ts';
+import type { SummarizeInput } from './actor-inputs.ts';
 import { requestLimits } from './prepare-step-actor.ts';
 import { fromTask, type ServicesOf } from './run-services.ts';
-import type { SummarizeInput } from './turn-machine.ts';
 
 const summarySystem =
   'You compact the history of an agent session. Write a faithful, dense summary that lets the agent ' +

@@ -1,7 +1,7 @@
 import type { ToolCallRecord } from '../events/facts.ts';
 import type { SettleContext } from '../tools/tool.ts';
+import type { SettleToolInput } from './actor-inputs.ts';
 import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
-import type { SettleToolInput } from './turn-machine.ts';
 
 /** The call record of `callId` in the completed step `stepId`, as the guard judged it. */
 function findCall(services: RunServices, stepId: string, callId: string): ToolCallRecord {

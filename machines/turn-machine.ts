@@ -1,20 +1,23 @@
 import { and, assign, enqueueActions, fromCallback, not, setup } from 'xstate';
 import type { Fact, FactOf } from '../events/facts.ts';
+import type {
+  PrepareStepInput,
+  ProviderStepInput,
+  RetryTimerInput,
+  SettleToolInput,
+  SummarizeInput,
+} from './actor-inputs.ts';
 import {
-  acceptsUserDecision,
   type CallState,
-  callHasStatus,
-  findCall,
   initialContext,
   outcomeOfFailure,
   outcomeOfFinalStep,
-  outstanding,
   type TurnContext,
   type TurnInput,
   type TurnOutcome,
-  unsettled,
   updateCall,
 } from './turn-context.ts';
+import { turnGuards } from './turn-guards.ts';
 
 /**
  * The turn machine: the runtime-owned agent loop as one XState v5 machine. Facts are its
@@ -25,60 +28,6 @@ import {
  *
  * See architecture/turn-machine.md for the diagram and where each invariant is enforced.
  */
-
-/** Input of the `prepareStep` actor (in `projecting`): build the next request from the log. */
-export interface PrepareStepInput {
-  sessionId: string;
-  runId: string;
-  /** Set when this request retries an attempt of an existing step. */
-  retry: { stepId: string; attempt: number } | undefined;
-  /** False right after a compaction: do not ask for another one before the next step. */
-  mayCompact: boolean;
-}
-
-/** Input of the `providerStep` actor (in `requesting.streaming`). */
-export interface ProviderStepInput {
-  sessionId: string;
-  runId: string;
-  stepId: string;
-  attempt: number;
-}
-
-/** Input of the `retryTimer` actor (in `requesting.backingOff`). */
-export interface RetryTimerInput {
-  runId: string;
-  stepId: string;
-  /** The attempt that failed; `retry.due` carries the next one. */
-  attempt: number;
-  retryAfterMs: number | undefined;
-}
-
-/** Input of the `summarize` actor (in `compacting`). */
-export interface SummarizeInput {
-  sessionId: string;
-  runId: string;
-  reason: 'budget' | 'overflow';
-}
-
-/** Input of a `settleTool` actor: one call, one phase of its settlement. */
-export type SettleToolInput =
-  | { phase: 'decide'; sessionId: string; runId: string; stepId: string; callId: string }
-  | {
-      phase: 'run';
-      sessionId: string;
-      runId: string;
-      stepId: string;
-      callId: string;
-      decision: NonNullable<CallState['decision']>;
-    }
-  | {
-      phase: 'abandon';
-      sessionId: string;
-      runId: string;
-      stepId: string;
-      callId: string;
-      outcome: 'cancelled' | 'unknown';
-    };
 
 const inert = fromCallback(() => {});
 
@@ -99,61 +48,7 @@ export const turnMachine = setup({
     summarize: inert as unknown as ReturnType<typeof fromCallback<Fact, SummarizeInput>>,
     settleTool: inert as unknown as ReturnType<typeof fromCallback<Fact, SettleToolInput>>,
   },
-  guards: {
-    hasToolCalls: ({ event }) => event.type === 'step.completed' && event.toolCalls.length > 0,
-    steeredDuringStep: ({ context }) => context.lastSteeringSeq > context.projectedThroughSeq,
-    /** The step that just completed (counted) was the last one `maxSteps` allows. */
-    stepLimitReached: ({ context }) => context.completedSteps >= context.limits.maxSteps,
-    /** The step now completing (not yet counted) is the last one `maxSteps` allows. */
-    isLastAllowedStep: ({ context }) => context.completedSteps + 1 >= context.limits.maxSteps,
-    mayCompact: ({ context }) => !context.compactedSinceStep,
-    firstOverflow: ({ context, event }) =>
-      event.type === 'step.failed' &&
-      event.error.kind === 'context_overflow' &&
-      context.overflowCompactions === 0,
-    // I9: only a failure before any observable output is retried, within maxAttempts.
-    retryable: ({ context, event }) =>
-      event.type === 'step.failed' &&
-      event.error.retryable &&
-      !event.observedOutput &&
-      context.attempt < context.limits.maxAttempts,
-    attemptsLeft: ({ context }) => context.attempt < context.limits.maxAttempts,
-    isCurrentStep: ({ context, event }) => 'stepId' in event && event.stepId === context.stepId,
-    isDueRetry: ({ context, event }) =>
-      event.type === 'retry.due' &&
-      context.retry !== undefined &&
-      event.stepId === context.retry.stepId &&
-      event.attempt === context.retry.attempt,
-    callProposed: ({ context, event }) => callHasStatus(context, event, 'proposed'),
-    callOpen: ({ context, event }) =>
-      callHasStatus(context, event, 'proposed', 'asked', 'decided', 'started', 'indeterminate'),
-    callStarted: ({ context, event }) => callHasStatus(context, event, 'started'),
-    policyDecision: ({ context, event }) =>
-      event.type === 'tool.permission.decided' &&
-      event.by === 'policy' &&
-      (event.decision === 'allow' || event.decision === 'deny') &&
-      callHasStatus(context, event, 'proposed'),
-    userDecision: ({ context, event }) => {
-      if (event.type !== 'tool.permission.decided' || event.by !== 'user') return false;
-      const call = findCall(context, event.callId);
-      return call !== undefined && acceptsUserDecision(call, event.decision);
-    },
-    // I5: a call starts only with an allow bound to the hash of its validated input.
-    startAllowed: ({ context, event }) => {
-      if (event.type !== 'tool.started') return false;
-      const call = findCall(context, event.callId);
-      return (
-        call?.status === 'decided' &&
-        call.decision?.decision === 'allow' &&
-        call.decision.inputHash === event.inputHash
-      );
-    },
-    allDecided: ({ context }) => context.calls.every((call) => call.status !== 'proposed'),
-    needsPerson: ({ context }) => outstanding(context).length > 0,
-    abortDecided: ({ context }) =>
-      context.calls.some((call) => call.decision?.decision === 'abort'),
-    allSettled: ({ context }) => unsettled(context).length === 0,
-  },
+  guards: turnGuards,
   actions: {
     startStep: assign(({ event }) => {
       const fact = event as FactOf<'step.started'>;

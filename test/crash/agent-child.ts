@@ -75,6 +75,7 @@ if (options.mode === 'start') {
   turn = await runtime.send({ sessionId, text: userText });
 } else {
   const report = (await runtime.recover()).find((run) => run.sessionId === sessionId);
+  if (report?.status === 'damaged') throw new Error(`damaged log: ${report.damage.join('; ')}`);
   const indeterminate = report?.indeterminate.join(',') || '-';
   print(`recovered ${report?.status ?? 'none'} ${report?.interruptedIn ?? '-'} ${indeterminate}`);
   turn = report?.turn;

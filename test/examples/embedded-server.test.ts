@@ -246,7 +246,10 @@ describe('examples/embedded-server.ts over HTTP on 127.0.0.1', () => {
     expect(
       await call('POST', '/sessions/s4/decisions', { callId: 'call_2', decision: 'deny' }),
     ).toEqual({ status: 200, body: { decided: 'call_2', decision: 'deny' } });
-    const result = await server.recovered[0]?.turn.done;
+    const [recovered] = server.recovered;
+    if (recovered?.status !== 'parked')
+      throw new Error(`expected a parked run, got ${recovered?.status}`);
+    const result = await recovered.turn.done;
     expect(result).toMatchObject({ status: 'completed', text: 'All right, I did not save it.' });
     const facts = (await call('GET', '/sessions/s4/facts')).body as Fact[];
     expect(facts.filter((fact) => fact.type === 'tool.started')).toEqual([]);

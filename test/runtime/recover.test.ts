@@ -3,9 +3,18 @@ import { z } from 'zod';
 import { scriptedModel } from '../../adapters/scripted-model.ts';
 import type { Fact } from '../../events/facts.ts';
 import { sequentialIds } from '../../events/ids.ts';
+import type { RecoveredRun } from '../../runtime.ts';
 import { memoryStore } from '../../store/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
+import { sampleLogs } from '../helpers/sample-logs.ts';
 import { addTool, deferred, isFactOf, testRuntime, until } from './runtime-helpers.ts';
+
+/** The handle of a recovered run (failing the test for a damaged one). */
+function resumedTurn(report: RecoveredRun | undefined) {
+  if (report === undefined || report.status === 'damaged')
+    throw new Error(`no resumable run: ${JSON.stringify(report)}`);
+  return report.turn;
+}
 
 /**
  * A "crash" in one process: the first runtime is abandoned mid-run (never closed, its pending
@@ -58,7 +67,7 @@ describe('runtime.recover()', () => {
       second.decide({ sessionId: 's1', callId: 'call_1', decision: 'allow' }),
     ).rejects.toThrow(/indeterminate/);
     await second.decide({ sessionId: 's1', callId: 'call_1', decision: 'report-unknown' });
-    const result = await report?.turn.done;
+    const result = await resumedTurn(report).done;
     expect(result).toMatchObject({
       status: 'completed',
       text: 'I will check a.md before retrying.',
@@ -102,7 +111,10 @@ describe('runtime.recover()', () => {
       indeterminate: [],
       status: 'resumed',
     });
-    expect(await report?.turn.done).toMatchObject({ status: 'completed', text: 'A whole answer.' });
+    expect(await resumedTurn(report).done).toMatchObject({
+      status: 'completed',
+      text: 'A whole answer.',
+    });
     const starts = (await second.facts('s1')).filter(
       (fact): fact is Extract<Fact, { type: 'step.started' }> => fact.type === 'step.started',
     );
@@ -135,7 +147,45 @@ describe('runtime.recover()', () => {
     expect(report).toMatchObject({ interruptedIn: 'awaitingPermission', status: 'parked' });
     expect(await second.pending('s1')).toEqual(pendingBefore);
     await second.decide({ sessionId: 's1', callId: 'call_1', decision: 'allow' });
-    expect(await report?.turn.done).toMatchObject({ status: 'completed', text: 'Three.' });
+    expect(await resumedTurn(report).done).toMatchObject({ status: 'completed', text: 'Three.' });
     expect(executions).toEqual([{ a: 1, b: 2 }]);
+  });
+});
+
+describe('runtime.recover() on a damaged log', () => {
+  it('reports the damaged run without touching it, and still resumes the others', async () => {
+    const logs = sampleLogs();
+    const interrupted = logs.find((log) => log.name === 'interrupted-tool')?.facts ?? [];
+    const last = interrupted.at(-1) as Fact;
+    // A result for a call no step made: damage planRecovery reports.
+    const ghost = {
+      ...last,
+      id: 'ghost_1',
+      seq: last.seq + 1,
+      type: 'tool.settled',
+      callId: 'ghost',
+      name: 'x',
+      outcome: 'success',
+      text: 'boo',
+      truncated: false,
+    } as Fact;
+    const parked = logs.find((log) => log.name === 'permission')?.facts ?? [];
+    // The permission log's first run, cut while it waits for the person.
+    const asked = parked.slice(
+      0,
+      parked.findIndex((fact) => fact.type === 'tool.permission.requested') + 1,
+    );
+    const store = memoryStore({ facts: [...interrupted, ghost, ...asked] });
+    const runtime = testRuntime(store, { model: scriptedModel([]) });
+
+    const reports = await runtime.recover();
+    const damaged = reports.find((report) => report.sessionId === last.sessionId);
+    expect(damaged).toMatchObject({ status: 'damaged', runId: last.runId });
+    expect(damaged?.status === 'damaged' && damaged.damage.join(' ')).toContain('ghost');
+    expect(await runtime.facts(last.sessionId)).toEqual([...interrupted, ghost]);
+    expect(reports.find((report) => report.sessionId === asked[0]?.sessionId)).toMatchObject({
+      status: 'parked',
+    });
+    await runtime.close();
   });
 });

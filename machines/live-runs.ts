@@ -1,0 +1,297 @@
+import type { InspectionEvent, Observer } from 'xstate';
+import type { ModelAdapter } from '../adapters/model-adapter.ts';
+import type { Fact, RunLimits } from '../events/facts.ts';
+import type { IdGenerator } from '../events/ids.ts';
+import type { ModelToolDefinition } from '../events/messages.ts';
+import { type LogDamage, planRecovery } from '../events/plan-recovery.ts';
+import type { EventStore } from '../store/event-store.ts';
+import type { ToolRuntime } from '../tools/tool.ts';
+import { foldRun, ReplayDivergenceError } from './rehydrate.ts';
+import { liveTurnMachine } from './run-actors.ts';
+import { createRunDriver, type RunDriver } from './run-driver.ts';
+import type { RunServices } from './run-services.ts';
+import {
+  createTurnChannel,
+  type TurnEvent,
+  type TurnHandle,
+  type TurnSink,
+  turnResult,
+} from './turn-channel.ts';
+
+/** What `recover()` found for one unfinished run. */
+export type RecoveredRun =
+  | {
+      sessionId: string;
+      runId: string;
+      /** The state the run was in when its process stopped. */
+      interruptedIn: string | undefined;
+      /** Calls that started and never settled: they may have run, and are never run again (I8). */
+      indeterminate: string[];
+      /** `resumed`: running again; `parked`: waiting for `decide()`; `ended`: only `run.ended` was missing. */
+      status: 'resumed' | 'parked' | 'ended';
+      turn: TurnHandle;
+    }
+  | {
+      sessionId: string;
+      runId: string;
+      interruptedIn: string | undefined;
+      /** The log cannot be resumed as it is: reported, never repaired (inspect `runtime.facts()`). */
+      status: 'damaged';
+      damage: string[];
+    };
+
+interface RunIds {
+  sessionId: string;
+  turnId: string;
+  runId: string;
+}
+
+interface LiveRun {
+  driver: RunDriver;
+  controller: AbortController;
+}
+
+export interface LiveRunsOptions {
+  store: EventStore;
+  adapter: ModelAdapter;
+  toolRuntime: ToolRuntime;
+  toolDefinitions: ModelToolDefinition[];
+  system: string | undefined;
+  now: () => number;
+  generateId: IdGenerator;
+  random: () => number;
+  inspect: ((event: InspectionEvent) => void) | Observer<InspectionEvent> | undefined;
+  /** Serializes work on one session with the runtime's public operations. */
+  withSession: <T>(sessionId: string, work: () => Promise<T>) => Promise<T>;
+}
+
+/**
+ * The runtime's live runs: at most one per session, each a run driver with its live actor and
+ * the services its actors use. A run parked in `awaitingPermission` is dropped and rebuilt from
+ * the log when something arrives for it; the runtime then keeps only the `done` resolvers of
+ * its handle.
+ */
+export function createLiveRuns(options: LiveRunsOptions) {
+  const { store, generateId, withSession } = options;
+  const live = new Map<string, LiveRun>();
+  // The actors are provided once; each finds its run's services here by runId.
+  const runServices = new Map<string, RunServices>();
+  const machine = liveTurnMachine((runId) => {
+    const services = runServices.get(runId);
+    if (services === undefined)
+      throw new Error(`turnlog: no live run ${runId} (an actor outlived its run)`);
+    return services;
+  });
+  // Per unfinished run: the `done` resolvers and a weak reference to the caller's event buffer.
+  const sinks = new Map<string, TurnSink>();
+
+  /** A new handle for a run; the runtime keeps only its sink. */
+  function newHandle(ids: RunIds, seen: readonly TurnEvent[] = []): TurnHandle {
+    const { handle, sink } = createTurnChannel(ids, seen);
+    sinks.set(ids.runId, sink);
+    return handle;
+  }
+
+  /** The sink of a run's handle; a run rebuilt without one (its caller went away) gets one nobody reads. */
+  function sinkFor(ids: RunIds): TurnSink {
+    const existing = sinks.get(ids.runId);
+    if (existing) return existing;
+    newHandle(ids);
+    return sinks.get(ids.runId) as TurnSink;
+  }
+
+  /** Wires one run's driver, services and live actor. */
+  function open(ids: RunIds, facts: Fact[], limits: RunLimits): RunDriver {
+    const controller = new AbortController();
+    const sink = sinkFor(ids);
+    let driver!: RunDriver;
+    runServices.set(ids.runId, {
+      adapter: options.adapter,
+      toolRuntime: options.toolRuntime,
+      toolDefinitions: options.toolDefinitions,
+      system: options.system,
+      limits,
+      store,
+      facts: () => driver.facts,
+      commit: (draft) => driver.commit(draft),
+      signal: controller.signal,
+      generateId,
+      random: options.random,
+      emit: (event) => sink.push(event),
+      prepared: new Map(),
+      onError: (error) => driver.fail(error),
+    });
+    driver = createRunDriver({
+      store,
+      machine,
+      ...ids,
+      facts,
+      now: options.now,
+      generateId,
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+      onFact: (fact) => {
+        sink.push(fact);
+        // I10: tools and the request see the stop once it is durable.
+        if (fact.type === 'run.stop.requested') controller.abort(new Error(fact.reason));
+        if (fact.state === 'awaitingPermission') park(ids.sessionId, driver);
+      },
+    });
+    driver.ended.then(
+      () => {
+        sink.end(turnResult(driver.facts, ids.runId));
+        forget(ids, driver);
+      },
+      (error) => {
+        sink.fail(error);
+        forget(ids, driver);
+      },
+    );
+    live.set(ids.sessionId, { driver, controller });
+    return driver;
+  }
+
+  /** The run is over (or its driver failed): the runtime keeps nothing of it. */
+  function forget(ids: RunIds, driver: RunDriver) {
+    sinks.delete(ids.runId);
+    if (live.get(ids.sessionId)?.driver !== driver) return;
+    live.delete(ids.sessionId);
+    runServices.delete(ids.runId);
+  }
+
+  /** A run waiting for a person holds no actor: drop it; the log rebuilds it when needed. */
+  function park(sessionId: string, driver: RunDriver) {
+    // Serialized with decide()/steer()/stop(): one that already picked this live driver commits
+    // before the actor is dropped, instead of finding it stopped (its fact lost or half-taken).
+    withSession(sessionId, async () => {
+      await driver.settled();
+      const snapshot = driver.snapshot();
+      if (snapshot?.status !== 'active' || snapshot.value !== 'awaitingPermission') return;
+      if (live.get(sessionId)?.driver !== driver) return;
+      driver.release();
+      live.delete(sessionId);
+      runServices.delete(driver.runId);
+    }).catch(() => {
+      // Closed meanwhile: close() releases every live run itself.
+    });
+  }
+
+  return {
+    newHandle,
+
+    /** Starts a new run with its `run.started`. */
+    async start(ids: RunIds, facts: Fact[], draft: Parameters<RunDriver['begin']>[0]) {
+      const handle = newHandle(ids);
+      await open(ids, facts, draft.limits).begin(draft);
+      return handle;
+    },
+
+    /** The session's facts: the live run's copy, else the store's. */
+    async facts(sessionId: string): Promise<readonly Fact[]> {
+      return live.get(sessionId)?.driver.facts ?? (await store.read(sessionId));
+    },
+
+    has: (sessionId: string) => live.has(sessionId),
+
+    /** The session's unfinished run, live or rebuilt from the log (no actor restarted: I8). */
+    async active(sessionId: string): Promise<RunDriver | undefined> {
+      const running = live.get(sessionId);
+      if (running) return running.driver;
+      const facts = await store.read(sessionId);
+      const unfinished = unfinishedRun(facts);
+      if (unfinished === undefined) return undefined;
+      const folded = foldRun(facts, unfinished.runId);
+      await open(unfinished, facts, unfinished.limits).resume(folded.snapshot);
+      // A fold that reached terminal only lacked run.ended: resume appended it, nothing is open.
+      return live.get(sessionId)?.driver;
+    },
+
+    /**
+     * Rehydrates one unfinished run after a restart (DESIGN, Recovery): marks started-but-unsettled
+     * calls indeterminate, then commits `run.recovered`, whose transition starts what must run.
+     */
+    async recover(sessionId: string, runId: string): Promise<RecoveredRun> {
+      const facts = await store.read(sessionId);
+      const plan = planRecovery(facts).runs.find((candidate) => candidate.runId === runId);
+      if (plan === undefined)
+        throw new Error(`recover: run ${runId} is not unfinished in session ${sessionId}`);
+      const damaged = (damage: string[]): RecoveredRun => ({
+        sessionId,
+        runId,
+        interruptedIn: plan.interruptedIn,
+        status: 'damaged',
+        damage,
+      });
+      if (plan.damage.length > 0)
+        return damaged(plan.damage.map((damage: LogDamage) => damage.message));
+      let folded: ReturnType<typeof foldRun>;
+      try {
+        folded = foldRun(facts, runId);
+      } catch (error) {
+        if (ReplayDivergenceError.isInstance(error)) return damaged([error.message]);
+        throw error;
+      }
+      const ids = { sessionId, turnId: plan.turnId, runId };
+      const handle = newHandle(ids, folded.facts);
+      const started = folded.facts[0];
+      const driver = open(ids, facts, (started as Extract<Fact, { type: 'run.started' }>).limits);
+      await driver.resume(folded.snapshot);
+      const indeterminate = [...plan.indeterminate, ...plan.unresolved].map((call) => call.callId);
+      if (folded.snapshot.status !== 'done') {
+        for (const call of plan.indeterminate) {
+          await driver.commit({
+            type: 'tool.indeterminate',
+            id: `${call.stepId}:${call.callId}:indeterminate`,
+            callId: call.callId,
+            name: call.name,
+          });
+        }
+        await driver.commit({
+          type: 'run.recovered',
+          interrupted: plan.interruptedIn ?? 'unknown',
+          indeterminate,
+        });
+      }
+      const status =
+        folded.snapshot.status === 'done'
+          ? 'ended'
+          : driver.snapshot()?.value === 'awaitingPermission'
+            ? 'parked'
+            : 'resumed';
+      return {
+        sessionId,
+        runId,
+        interruptedIn: plan.interruptedIn,
+        indeterminate,
+        status,
+        turn: handle,
+      };
+    },
+
+    /** Detaches every live run (they stay unfinished in the log) and fails the open handles. */
+    async close(closedError: Error) {
+      for (const run of live.values()) {
+        run.driver.release();
+        run.controller.abort(closedError);
+      }
+      await Promise.all([...live.values()].map((run) => run.driver.settled()));
+      live.clear();
+      runServices.clear();
+      for (const sink of sinks.values()) sink.fail(closedError);
+      sinks.clear();
+    },
+  };
+}
+
+/** The session's last run when it has no `run.ended`. */
+export function unfinishedRun(facts: readonly Fact[]) {
+  const started = facts.findLast((fact) => fact.type === 'run.started');
+  if (started?.type !== 'run.started') return undefined;
+  const ended = facts.some((fact) => fact.type === 'run.ended' && fact.runId === started.runId);
+  if (ended) return undefined;
+  return {
+    sessionId: started.sessionId,
+    turnId: started.turnId,
+    runId: started.runId,
+    limits: started.limits,
+  };
+}
