@@ -36,8 +36,8 @@ export interface RunDriverOptions {
 
 /**
  * Commit, then transition (I3). The driver owns one run's live actor. For each fact an actor
- * proposes it computes the state the fact leads to with XState's pure `transition()`, appends
- * the fact with that `state`, and only then sends it to the live actor. Commits are serialized,
+ * proposes it computes the state the fact leads to with a pure transition (no action runs),
+ * appends the fact with that `state`, and only then sends it to the live actor. Commits are serialized,
  * so concurrent tool actors' facts reach the log and the machine in one order. A fact the
  * machine would not take (late output after a stop, I10; a second settlement) is dropped, not
  * logged. When the machine reaches `terminal`, the driver appends the single `run.ended` (I7).
