@@ -128,9 +128,14 @@ class LowdbStore implements EventStore {
   }
 
   read(sessionId: string, options: { fromSeq?: number } = {}): Promise<Fact[]> {
-    return this.#operation('read', sessionId, (_slot, state, resolve) => {
+    return this.#operation('read', sessionId, (slot, state, resolve) => {
       checkFromSeq(options.fromSeq, `lowdbStore.read('${sessionId}')`);
-      resolve(state.log.read(options.fromSeq, state.durableSeq));
+      // Appends made before this read are waited for, so the last seq it returns is the one
+      // expectedSeq is checked against; after a failed write it answers with what is durable.
+      const throughSeq = state.log.lastSeq;
+      const answer = () =>
+        resolve(state.log.read(options.fromSeq, Math.min(throughSeq, state.durableSeq)));
+      return this.#commit.durable(slot, state, throughSeq).then(answer, answer);
     });
   }
 

@@ -105,6 +105,18 @@ describe.each(storeHarnesses)('$name (EventStore contract, appending)', ({ creat
       expect(await store.sessions()).toEqual([]);
     });
 
+    it('reads what an earlier call appended, so the seq a read ends at is the one expectedSeq checks', async () => {
+      await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+      const pending = store.append('session_a', [a.steering('f2', 'run_1')]);
+      const read = await store.read('session_a');
+      expect(read.map((fact) => fact.id)).toEqual(['f1', 'f2']);
+      const result = await store.append('session_a', [a.steering('f3', 'run_1')], {
+        expectedSeq: read.at(-1)?.seq,
+      });
+      expect(result.appended.map((fact) => fact.seq)).toEqual([3]);
+      expect((await pending).lastSeq).toBe(2);
+    });
+
     it('lets exactly one of two racing appends with the same expectedSeq win', async () => {
       const outcomes = await Promise.allSettled([
         store.append('session_a', [a.steering('f1', 'run_1')], { expectedSeq: 0 }),
