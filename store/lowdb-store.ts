@@ -71,6 +71,8 @@ class LowdbStore implements EventStore {
   readonly #sessions = new Map<string, SessionSlot>();
   readonly #commit: GroupCommit;
   readonly #inFlight = new Set<Promise<unknown>>();
+  /** Sessions dropped after a failed write: the last seq their subscribers were given. */
+  readonly #publishedThrough = new Map<string, number>();
   #closed = false;
   #closing: Promise<void> | undefined;
 
@@ -231,6 +233,8 @@ class LowdbStore implements EventStore {
     this.#sessions.set(sessionId, session);
     loadSession({ folder, sessionId, createAdapter: this.#createAdapter }).then(
       (loaded) => {
+        const published = this.#publishedThrough.get(sessionId);
+        this.#publishedThrough.delete(sessionId);
         session.loaded = {
           log: loaded.log,
           onDisk: loaded.onDisk,
@@ -239,6 +243,11 @@ class LowdbStore implements EventStore {
           durableOpenRuns: loaded.openRuns,
           waiters: [],
         };
+        // A failed write may have reached the disk: what it stored is durable now, so subscribers
+        // get it (once each) before anything appended from here on.
+        if (published !== undefined) {
+          this.#listeners.publish(sessionId, loaded.log.slice(published + 1, loaded.log.lastSeq));
+        }
         for (const item of session.queued.splice(0)) item.run(session.loaded);
       },
       (error: unknown) => {
@@ -251,6 +260,9 @@ class LowdbStore implements EventStore {
   }
 
   #forget(slot: SessionSlot): void {
+    if (slot.loaded !== undefined) {
+      this.#publishedThrough.set(slot.sessionId, slot.loaded.durableSeq);
+    }
     if (this.#sessions.get(slot.sessionId) === slot) this.#sessions.delete(slot.sessionId);
     this.#commit.discard(slot);
   }

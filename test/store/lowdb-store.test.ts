@@ -207,6 +207,27 @@ describe('lowdbStore write failures', () => {
     expect(retry).toEqual({ appended: [], lastSeq: 3 });
     expect((await store.read('session_a')).map((fact) => fact.id)).toEqual(['f1', 'f2', 'f3']);
   });
+
+  it('delivers the facts an ambiguous failed write did store once the session reloads, once each', async () => {
+    let failure: 'after' | undefined;
+    const observed = observedAdapters({ failWrite: () => failure });
+    const store = open({ createAdapter: observed.createAdapter });
+    const seen: string[] = [];
+    store.subscribe('session_a', (fact) => seen.push(`${fact.id}@${fact.seq}`));
+    await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+    failure = 'after';
+    await expect(store.append('session_a', [a.steering('f2', 'run_1')])).rejects.toSatisfy(
+      StoreWriteError.isInstance,
+    );
+    expect(seen).toEqual(['f1@1']);
+    failure = undefined;
+    expect(await store.append('session_a', [a.steering('f2', 'run_1')])).toEqual({
+      appended: [],
+      lastSeq: 2,
+    });
+    await store.append('session_a', [a.steering('f3', 'run_1')]);
+    expect(seen).toEqual(['f1@1', 'f2@2', 'f3@3']);
+  });
 });
 
 describe('lowdbStore lock', () => {
