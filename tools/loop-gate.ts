@@ -13,7 +13,8 @@ interface SettledCall {
 /**
  * The loop gate: true when the two most recent settled calls of tool `name` in run `runId`
  * (log order) both had exactly `inputHash` and both failed (`error` or `invalid`), so a third
- * identical call is refused without running.
+ * identical call is refused without running. The gate's own refusals are skipped, so the
+ * identical call stays refused until a different call of the tool settles.
  *
  * A settled call's hash is the validated input's (`tool.started`, else the permission facts);
  * an `invalid` call never had a validated input, so its hash is the raw input's.
@@ -60,11 +61,12 @@ function settledCalls(facts: readonly Fact[], runId: string, name: string): Sett
     } else if (fact.type === 'tool.started') {
       startedHashes.set(fact.callId, fact.inputHash);
     } else if (fact.type === 'tool.settled' && fact.name === name) {
+      const validatedHash = startedHashes.get(fact.callId) ?? validatedHashes.get(fact.callId);
+      // The gate's own refusal (denied before any permission fact) must not end the streak it
+      // enforces, or every third identical failing call would run again.
+      if (fact.outcome === 'denied' && validatedHash === undefined) continue;
       const rawHash = rawHashes.get(fact.callId) ?? '';
-      const inputHash =
-        fact.outcome === 'invalid'
-          ? rawHash
-          : (startedHashes.get(fact.callId) ?? validatedHashes.get(fact.callId) ?? rawHash);
+      const inputHash = fact.outcome === 'invalid' ? rawHash : (validatedHash ?? rawHash);
       settled.push({ outcome: fact.outcome, inputHash });
     }
   }

@@ -152,6 +152,46 @@ describe('the loop gate in the tool runtime', () => {
     );
   });
 
+  it('keeps refusing the identical call after its first refusal, until a different input runs', async () => {
+    const execute = vi.fn((_input: { target: string }) => {
+      throw new Error('make: *** No rule to make target');
+    });
+    const tool = defineTool({
+      description: 'Run make',
+      inputSchema: z.object({ target: z.string() }),
+      execute,
+    });
+    const runtime = createToolRuntime({ tools: { make: tool } });
+    const log = createToolLog();
+    const targets = ['all', 'all', 'all', 'all', 'all', 'clean', 'all'];
+    for (const [index, target] of targets.entries()) {
+      const stepId = `step_${index + 1}`;
+      const call = provenCall('make', { target });
+      await log.completeStep(stepId, [call]);
+      await runtime.decide(call, log.context(stepId));
+      const decision = decisionOf(
+        log.facts().filter((fact) => fact.id.startsWith(`${stepId}:`)),
+        'call_1',
+      );
+      if (decision !== undefined) await runtime.run(call, decision, log.context(stepId));
+    }
+    expect(log.ofType('tool.settled').map((fact) => fact.outcome)).toEqual([
+      'error',
+      'error',
+      'denied',
+      'denied',
+      'denied',
+      'error',
+      'error',
+    ]);
+    expect(execute.mock.calls.map(([input]) => input)).toEqual([
+      { target: 'all' },
+      { target: 'all' },
+      { target: 'clean' },
+      { target: 'all' },
+    ]);
+  });
+
   it('joins earlier invalid calls by the hash of their raw input', async () => {
     let accepting = false;
     const schema: StandardSchemaV1<unknown, { path: string }> = {
