@@ -31,7 +31,13 @@ function sortKeys(value: unknown): unknown {
   if (value !== null && typeof value === 'object') {
     const sorted: Record<string, unknown> = {};
     for (const key of Object.keys(value).sort()) {
-      sorted[key] = sortKeys((value as Record<string, unknown>)[key]);
+      const item = sortKeys((value as Record<string, unknown>)[key]);
+      // A parsed "__proto__" key is data: assigning it would set the prototype and drop the key.
+      if (key === '__proto__') {
+        Object.defineProperty(sorted, key, { value: item, enumerable: true, writable: true });
+      } else {
+        sorted[key] = item;
+      }
     }
     return sorted;
   }
