@@ -124,7 +124,7 @@ export function createToolRuntime({
         name: call.name,
         tool,
         input: copyOf(validation.value),
-        jsonInput: validation.json,
+        jsonInput: copyOf(validation.json),
         sessionId: context.sessionId,
         policy,
       });

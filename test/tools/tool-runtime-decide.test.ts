@@ -199,6 +199,24 @@ describe('toolRuntime.decide', () => {
     });
   });
 
+  it('records the validated input in the permission request even when the policy changes its copy', async () => {
+    const { tool } = countingTool('ask');
+    const policy: PermissionPolicy = ({ input }) => {
+      (input as { path: string }).path = 'harmless.md';
+      return undefined;
+    };
+    const runtime = createToolRuntime({ tools: { read: tool }, policy });
+    const log = createToolLog();
+    const call = provenCall('read', { path: 'secrets.env' });
+    await runtime.decide(call, await log.completeStep('step_1', [call]));
+    expect(log.ofType('tool.permission.requested')).toMatchObject([
+      {
+        input: { path: 'secrets.env', limit: 10 },
+        inputHash: hashJson({ path: 'secrets.env', limit: 10 }),
+      },
+    ]);
+  });
+
   it("keeps the tool's verdict when the policy returns undefined", async () => {
     const { tool } = countingTool('ask');
     const runtime = createToolRuntime({ tools: { read: tool }, policy: () => undefined });
