@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { Fact } from '../../events/facts.ts';
 import { findDamage } from '../../events/find-damage.ts';
 import type { ModelMessage } from '../../events/messages.ts';
 import { planRecovery } from '../../events/plan-recovery.ts';
@@ -39,23 +40,68 @@ function pairingViolations(messages: readonly ModelMessage[]): string[] {
   return violations;
 }
 
+/** The latest compaction's `throughSeq` (0 without one). */
+function compactedThrough(facts: readonly Fact[]): number {
+  return facts.findLast((fact) => fact.type === 'compaction.completed')?.throughSeq ?? 0;
+}
+
+/** Ids of the steps history shows: completed after the latest compaction, in log order. */
+function shownSteps(facts: readonly Fact[]): string[] {
+  const through = compactedThrough(facts);
+  return facts.flatMap((fact) =>
+    fact.type === 'step.completed' &&
+    fact.seq > through &&
+    fact.content.some((part) => part.type === 'reasoning')
+      ? [fact.stepId]
+      : [],
+  );
+}
+
+/**
+ * The result texts history must show, worked out from the log independently of projectHistory:
+ * every `tool.settled` of a call of a step completed after the latest compaction, grouped by
+ * step in log order, in the step's call order (well-formed logs settle each call once).
+ */
+function expectedResults(facts: readonly Fact[]): string[] {
+  const through = compactedThrough(facts);
+  const texts: string[] = [];
+  let calls: string[] = [];
+  let settled = new Map<string, string>();
+  const flush = () => {
+    for (const callId of calls) {
+      const text = settled.get(callId);
+      if (text !== undefined) texts.push(text);
+    }
+  };
+  for (const fact of facts) {
+    if (fact.type === 'step.completed') {
+      flush();
+      calls = fact.seq > through ? fact.toolCalls.map((call) => call.callId) : [];
+      settled = new Map();
+    } else if (fact.type === 'tool.settled') {
+      settled.set(fact.callId, fact.text);
+    }
+  }
+  flush();
+  return texts;
+}
+
 describe('projectHistory on random well-formed logs', () => {
-  it('pairs every tool call with exactly one result right after it, never a result before its call', () => {
+  it('pairs every call with its one result right after it, and shows every result not compacted', () => {
     fc.assert(
       fc.property(wellFormedLog, fc.constantFrom('a.chat', 'b.chat'), (facts, provider) => {
         const messages = projectHistory(facts, { provider });
         expect(pairingViolations(messages)).toStrictEqual([]);
         const results = messages.flatMap((message) =>
-          message.role === 'tool' ? message.content : [],
+          message.role === 'tool' ? message.content.map((part) => part.text) : [],
         );
-        const settled = facts.filter((fact) => fact.type === 'tool.settled');
-        expect(results.length).toBeLessThanOrEqual(settled.length);
+        expect(results).toStrictEqual(expectedResults(facts));
       }),
       { numRuns: 300 },
     );
   });
 
-  it('keeps reasoning only for the provider that produced it', () => {
+  it('keeps reasoning for the provider that produced it, and only for it', () => {
     fc.assert(
       fc.property(wellFormedLog, (facts) => {
         const reasoningOf = (provider: string) =>
@@ -71,6 +117,13 @@ describe('projectHistory on random well-formed logs', () => {
           for (const signature of reasoningOf(provider)) {
             expect(stepsBy(provider)).toContain(signature);
           }
+          // …and keeps it for that provider: every shown step's reasoning, in step order.
+          const shown = new Set(shownSteps(facts));
+          expect(reasoningOf(provider)).toStrictEqual(
+            stepsBy(provider).filter(
+              (stepId, index, all) => all.indexOf(stepId) === index && shown.has(stepId),
+            ),
+          );
         }
       }),
       { numRuns: 100 },
