@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { classifyTerminal } from '../../events/classify-terminal.ts';
 import type { Fact } from '../../events/facts.ts';
@@ -42,6 +43,17 @@ function allProjections(facts: readonly Fact[]): string {
     terminals: runIds.map((runId) => classifyTerminal(facts, { runId })),
   });
 }
+
+describe('the sample logs', () => {
+  it('replays every frozen log in test/fixtures/logs, a log added later included', () => {
+    const files = readdirSync(new URL('../fixtures/logs/', import.meta.url)).filter((file) =>
+      file.endsWith('.jsonl'),
+    );
+    expect([...sampleLogNames].sort()).toStrictEqual(
+      files.map((file) => file.replace(/\.jsonl$/, '')).sort(),
+    );
+  });
+});
 
 describe.each(sampleLogNames)('sample log %s', (name) => {
   const facts = loadSampleLog(name);
