@@ -1,9 +1,9 @@
-import { readdirSync, writeFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Low } from 'lowdb';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DurableFileAdapter, isTempFileName } from '../../store/durable-file-adapter.ts';
 import { StoreCorruptionError } from '../../store/event-store.ts';
 
@@ -60,6 +60,30 @@ describe('DurableFileAdapter', () => {
     await expect(new DurableFileAdapter(file).read()).rejects.toThrow(
       /is not valid JSON \(it is empty\)/,
     );
+  });
+
+  it('fsyncs the complete temp file before the rename and the folder after it', async () => {
+    writeFileSync(file, '{"n":1}');
+    const probe = await open(file, 'r');
+    const handleType = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+    await probe.close();
+    const syncs: string[] = [];
+    const sync = vi.spyOn(handleType, 'sync').mockImplementation(async function (this: FileHandle) {
+      const stats = await this.stat();
+      const what = stats.isDirectory() ? 'folder' : `file of ${stats.size} bytes`;
+      syncs.push(`${what}, target holds ${readFileSync(file, 'utf8')}`);
+    });
+    try {
+      await new DurableFileAdapter<{ n: number }>(file).write({ n: 22 });
+      await new DurableFileAdapter<{ n: number }>(file, { fsync: false }).write({ n: 3 });
+    } finally {
+      sync.mockRestore();
+    }
+    expect(syncs).toEqual([
+      'file of 8 bytes, target holds {"n":1}',
+      'folder, target holds {"n":22}',
+    ]);
+    expect(readFileSync(file, 'utf8')).toBe('{"n":3}');
   });
 
   it('removes its temp file when a write fails', async () => {
