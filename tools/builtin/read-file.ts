@@ -50,11 +50,17 @@ export function readFileTool(
     execute: async ({ path, offset, limit }) => {
       const target = workspace.resolveOrThrow(path);
       if (!target.exists) throw new Error(`${target.relative} does not exist`);
-      const handle = await open(target.absolute, constants.O_RDONLY | constants.O_NOFOLLOW);
+      // O_NONBLOCK: opening a named pipe would otherwise wait for a writer, holding one of
+      // libuv's few file-system threads (and with them every other fs call) forever.
+      const handle = await open(
+        target.absolute,
+        constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+      );
       try {
         const stats = await handle.stat();
         if (stats.isDirectory())
           throw new Error(`${target.relative} is a directory; use listFiles`);
+        if (!stats.isFile()) throw new Error(`${target.relative} is not a regular file`);
         const size = stats.size;
         if (size === 0) return `[${target.relative}: empty file, 0 bytes]`;
         if (offset >= size) {

@@ -1,6 +1,10 @@
+import { execFileSync } from 'node:child_process';
 import {
+  closeSync,
+  constants,
   existsSync,
   mkdirSync,
+  openSync,
   readdirSync,
   readFileSync,
   rmSync,
@@ -22,7 +26,13 @@ beforeEach(() => {
   writeFileSync(path.join(outside, 'secret.txt'), 'top secret\n');
 });
 
+let fifoToRelease: string | undefined;
+
 afterEach(() => {
+  if (fifoToRelease !== undefined) {
+    closeSync(openSync(fifoToRelease, constants.O_RDWR | constants.O_NONBLOCK));
+    fifoToRelease = undefined;
+  }
   rmSync(base, { recursive: true, force: true });
 });
 
@@ -174,6 +184,18 @@ describe('readFile', () => {
     expect((await callTool(tools, 'readFile', { path: 'nope.md' })).settled).toMatchObject({
       outcome: 'error',
       text: 'The tool failed: nope.md does not exist',
+    });
+  });
+
+  it('refuses a named pipe without waiting for a writer', async () => {
+    const fifo = path.join(root, 'pipe');
+    execFileSync('mkfifo', [fifo]);
+    // Should the read block, opening a writer end lets the stuck open return (in afterEach).
+    fifoToRelease = fifo;
+    const { settled } = await callTool(workspaceTools({ root }), 'readFile', { path: 'pipe' });
+    expect(settled).toMatchObject({
+      outcome: 'error',
+      text: 'The tool failed: pipe is not a regular file',
     });
   });
 });
