@@ -38,7 +38,16 @@ describe('idleTimeoutMs', () => {
       { toolCalls: [{ name: 'write', input: { path: 'a' } }], stall: true },
     ]);
     const completion = await step(model, 20);
-    expect(completion.type).toBe('step.failed');
+    // A failed step holds no tool calls at all, so nothing of the stalled call can run.
+    expect(completion).toEqual({
+      type: 'step.failed',
+      error: {
+        kind: 'timeout',
+        retryable: true,
+        message: 'The provider sent nothing for 20 ms; the request was abandoned.',
+      },
+      observedOutput: true,
+    });
   });
 
   it('does not fire on a stream that keeps sending, nor without a limit', async () => {

@@ -147,11 +147,14 @@ describe('runCommand', () => {
       context,
     );
     // Stop once the shell has written its pid (the command is demonstrably running).
+    const pidFile = path.join(root, 'shell.pid');
+    const written = () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n');
     await new Promise<void>((resolve) => {
-      const check = () =>
-        existsSync(path.join(root, 'shell.pid')) ? resolve() : setImmediate(check);
+      const check = () => (written() ? resolve() : setImmediate(check));
       check();
     });
+    const shellPid = Number(readFileSync(pidFile, 'utf8'));
+    expect(shellPid).toBeGreaterThan(1);
     log.controller.abort('stop');
     await running;
     expect(log.ofType('tool.settled')).toMatchObject([
@@ -160,6 +163,6 @@ describe('runCommand', () => {
         text: 'The run was stopped while this call was running; the tool ended with: the command was killed because the run was stopped. It may have partly run; inspect the current state before retrying.',
       },
     ]);
-    expect(isDead(Number(readFileSync(path.join(root, 'shell.pid'), 'utf8')))).toBe(true);
+    expect(isDead(shellPid)).toBe(true);
   });
 });
