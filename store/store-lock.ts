@@ -47,7 +47,7 @@ export function acquireStoreLock(dir: string): StoreLock {
         pid: undefined,
       });
     }
-    if (isAlive(holder)) {
+    if (isAlive(holder, readStarted(file))) {
       const who = holder === process.pid ? 'another store in this process' : `process ${holder}`;
       throw new StoreLockedError({
         message: `lowdbStore: ${dir} is in use by ${who} (lock file ${file}); close that store or stop process ${holder} first — if no turnlog process has pid ${holder}, delete ${file}`,
@@ -73,7 +73,8 @@ function tryCreate(file: string): boolean {
     throw error;
   }
   try {
-    writeSync(descriptor, `${process.pid}\n`);
+    const started = startTicks(process.pid);
+    writeSync(descriptor, `${process.pid}\n${started === undefined ? '' : `${started}\n`}`);
   } finally {
     closeSync(descriptor);
   }
@@ -89,17 +90,43 @@ function readHolder(file: string): number | 'gone' | undefined {
     if (errorCode(error) === 'ENOENT') return 'gone';
     throw error;
   }
-  const pid = Number(text.trim());
+  const pid = Number(text.split('\n')[0]?.trim());
   return Number.isInteger(pid) && pid > 0 ? pid : undefined;
 }
 
-function isAlive(pid: number): boolean {
+/** The holder's start time as its lock file recorded it (second line), if it did. */
+function readStarted(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8').split('\n')[1]?.trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isAlive(pid: number, started: string | undefined): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     // EPERM: the process exists but belongs to someone else.
-    return errorCode(error) !== 'ESRCH';
+    if (errorCode(error) === 'ESRCH') return false;
+  }
+  // The pid was reused when the process now holding it started at another time: after a
+  // restart, a container's process often gets the pid (1) of the one that was killed.
+  const now = started === undefined ? undefined : startTicks(pid);
+  return now === undefined || now === started;
+}
+
+/**
+ * When the process `pid` started, in clock ticks since boot, where the OS tells it (Linux's
+ * /proc); `undefined` elsewhere. It tells a pid's processes apart, threads of one process alike.
+ */
+function startTicks(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Field 22; the command name (field 2) may hold spaces, so count from the ')' closing it.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
   }
 }
 

@@ -253,10 +253,34 @@ describe('lowdbStore lock', () => {
     expect(exited.status).toBe(0);
     writeFileSync(path.join(fixture.dir, 'turnlog.lock'), `${exited.pid}\n`);
     const store = open();
-    expect(readFileSync(path.join(fixture.dir, 'turnlog.lock'), 'utf8')).toBe(`${process.pid}\n`);
+    expect(readFileSync(path.join(fixture.dir, 'turnlog.lock'), 'utf8')).toMatch(
+      new RegExp(`^${process.pid}\n(\\d+\n)?$`),
+    );
     await store.append('session_a', [a.runStarted('f1', 'run_1')]);
     expect(readdirSync(fixture.dir).sort()).toEqual(['partials', 'sessions', 'turnlog.lock']);
   });
+
+  it.runIf(existsSync('/proc/self/stat'))(
+    'takes over the lock of a dead process whose pid this one got (a restarted container)',
+    async () => {
+      // A container's process often gets the same pid on every start (pid 1): the killed one's
+      // lock names this pid, with the start time of the killed process.
+      const lock = path.join(fixture.dir, 'turnlog.lock');
+      writeFileSync(lock, `${process.pid}\n1\n`);
+      const store = open();
+      const [pid, started] = readFileSync(lock, 'utf8').split('\n');
+      expect(pid).toBe(String(process.pid));
+      expect(started).toMatch(/^\d+$/);
+      expect(started).not.toBe('1');
+      await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+      // The lock this process wrote keeps a second store of this process out.
+      expect(() => lowdbStore({ dir: fixture.dir })).toThrow(
+        /is in use by another store in this process/,
+      );
+      await store.close();
+      expect(existsSync(lock)).toBe(false);
+    },
+  );
 
   it('refuses a lock file without a pid, saying how to clear it', () => {
     writeFileSync(path.join(fixture.dir, 'turnlog.lock'), '');
