@@ -4,7 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { defineTool } from '../define-tool.ts';
 import type { Tool, ToolPermission } from '../tool.ts';
-import type { Workspace } from './workspace-path.ts';
+import { relativeTo, type Workspace } from './workspace-path.ts';
 
 /** Directory names never listed or entered. */
 export const skippedDirectories: ReadonlySet<string> = new Set(['node_modules', '.git']);
@@ -97,8 +97,4 @@ export function listFilesTool(
       return lines.length === 0 ? `${header}\n(empty)` : `${header}\n${lines.join('\n')}`;
     },
   });
-}
-
-function relativeTo(root: string, absolute: string): string {
-  return path.relative(root, absolute).split(path.sep).join('/') || '.';
 }

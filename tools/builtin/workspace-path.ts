@@ -136,6 +136,7 @@ function isInside(root: string, candidate: string): boolean {
   );
 }
 
-function relativeTo(root: string, absolute: string): string {
+/** `absolute` as a `/`-separated path relative to `root` (`.` for the root itself). */
+export function relativeTo(root: string, absolute: string): string {
   return path.relative(root, absolute).split(path.sep).join('/') || '.';
 }
