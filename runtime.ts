@@ -127,7 +127,7 @@ export function createRuntime(options: RuntimeOptions) {
 
   return {
     /** Starts a run for a user message. Throws `SessionBusyError` while the session's last run is unfinished (steer instead). */
-    send(input: { sessionId: string; text: string }): Promise<TurnHandle> {
+    async send(input: { sessionId: string; text: string }): Promise<TurnHandle> {
       const sessionId = requireText(input?.sessionId, 'sessionId');
       const text = requireText(input?.text, 'text');
       return withSession(sessionId, async () => {
@@ -154,7 +154,7 @@ export function createRuntime(options: RuntimeOptions) {
     },
 
     /** Answers a pending decision: a permission ask (`allow`/`deny`/`abort`) or an indeterminate call (`report-unknown`/`abort`). */
-    decide(input: {
+    async decide(input: {
       sessionId: string;
       callId: string;
       decision: PermissionDecision;
@@ -187,7 +187,7 @@ export function createRuntime(options: RuntimeOptions) {
     },
 
     /** Adds a user message to the session's unfinished run; the model sees it in its next request. */
-    steer(input: { sessionId: string; text: string }): Promise<void> {
+    async steer(input: { sessionId: string; text: string }): Promise<void> {
       const sessionId = requireText(input?.sessionId, 'sessionId');
       const text = requireText(input?.text, 'text');
       return withSession(sessionId, async () => {
@@ -200,7 +200,7 @@ export function createRuntime(options: RuntimeOptions) {
     },
 
     /** Stops the session's unfinished run; it ends `aborted` (I10). Resolves once the stop is durable. */
-    stop(input: { sessionId: string; reason?: string }): Promise<void> {
+    async stop(input: { sessionId: string; reason?: string }): Promise<void> {
       const sessionId = requireText(input?.sessionId, 'sessionId');
       return withSession(sessionId, async () => {
         await (await activeRun(sessionId, 'stop')).commit({
@@ -222,7 +222,7 @@ export function createRuntime(options: RuntimeOptions) {
     },
 
     /** The session's durable log. */
-    facts(sessionId: string): Promise<Fact[]> {
+    async facts(sessionId: string): Promise<Fact[]> {
       return store.read(requireText(sessionId, 'sessionId'));
     },
 
@@ -286,6 +286,8 @@ function toAdapter(model: RuntimeOptions['model'], now: () => number): ModelAdap
   return aiSdkAdapter(model as AiSdkLanguageModel, { now });
 }
 
+const minToolOutputChars = 500;
+
 function resolveLimits(overrides: Partial<RunLimits> = {}): RunLimits {
   const limits = { ...defaultLimits, ...overrides };
   for (const [key, value] of Object.entries(limits)) {
@@ -297,6 +299,13 @@ function resolveLimits(overrides: Partial<RunLimits> = {}): RunLimits {
       throw new InvalidArgumentError({
         message: `limits.${key} must be ${allowsZero ? 'a non-negative' : 'a positive'} integer${optional ? ' or undefined' : ''} (got ${JSON.stringify(value)}).`,
         argument: `limits.${key}`,
+      });
+    }
+    // The truncation marker alone takes about 150 characters: a smaller limit cannot hold it.
+    if (key === 'toolOutputChars' && value < minToolOutputChars) {
+      throw new InvalidArgumentError({
+        message: `limits.toolOutputChars must be at least ${minToolOutputChars} (got ${value}): the model must see what was cut.`,
+        argument: 'limits.toolOutputChars',
       });
     }
   }
