@@ -12,15 +12,19 @@ const summarySystem =
 
 /**
  * The `seq` up to which history is summarized: the latest point at which every tool call made so
- * far has its result (a call and its result are never split), strictly before the newest step
- * (kept verbatim) — or, before the run's first step, before its user input.
+ * far has its result (a call and its result are never split), strictly before what the newest
+ * step's request had not seen (kept verbatim: a steering message that arrived during that step
+ * must still follow its reply) — or, before the run's first step, before its user input.
  */
 export function chooseThroughSeq(facts: readonly Fact[], runId: string): number | undefined {
   const previous = facts.findLast((fact) => fact.type === 'compaction.completed');
   const floor = previous?.type === 'compaction.completed' ? previous.throughSeq : 0;
   const lastStep = facts.findLast((fact) => fact.type === 'step.completed' && fact.runId === runId);
   const runStart = facts.find((fact) => fact.type === 'run.started' && fact.runId === runId);
-  const keepFrom = lastStep?.seq ?? runStart?.seq ?? Number.POSITIVE_INFINITY;
+  const keepFrom =
+    lastStep === undefined
+      ? (runStart?.seq ?? Number.POSITIVE_INFINITY)
+      : keptStepStart(facts, lastStep);
   let open = 0;
   let best: number | undefined;
   for (const fact of facts) {
@@ -30,6 +34,18 @@ export function chooseThroughSeq(facts: readonly Fact[], runId: string): number 
     if (open === 0 && fact.seq > floor) best = fact.seq;
   }
   return best;
+}
+
+/** The first `seq` the completed step's request had not projected (its `step.started` at the latest). */
+function keptStepStart(facts: readonly Fact[], completed: Fact): number {
+  const started = facts.findLast(
+    (fact) =>
+      fact.type === 'step.started' &&
+      fact.seq < completed.seq &&
+      fact.stepId === (completed as { stepId?: string }).stepId,
+  );
+  if (started?.type !== 'step.started') return completed.seq;
+  return Math.min(started.seq, (started.projectedThroughSeq ?? started.seq - 1) + 1);
 }
 
 /** A plain transcript of messages: robust across providers (no tool-call parts to validate). */
