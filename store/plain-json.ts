@@ -13,7 +13,7 @@ export type PlainJsonCopy =
  *
  * @example
  * copyPlainJson({ a: 1, b: undefined }); // { ok: true, value: { a: 1 } }
- * copyPlainJson({ at: new Date() }); // { ok: false, path: '$.at', problem: 'is a Date, not plain JSON' }
+ * copyPlainJson({ at: someDate }); // { ok: false, path: '$.at', problem: 'is a Date, not plain JSON' }
  */
 export function copyPlainJson(value: unknown): PlainJsonCopy {
   const failure: { path: string; problem: string }[] = [];
