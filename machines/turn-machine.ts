@@ -115,16 +115,9 @@ export const turnMachine = setup({
         status: 'indeterminate',
       }),
     })),
-    endAborted: assign(({ event }) => ({
-      outcome: {
-        status: 'aborted' as const,
-        reason: event.type === 'tool.permission.decided' ? 'permission_abort' : 'stop_requested',
-      },
-    })),
-    endKeepingAbortReason: assign(({ context }) => ({
-      outcome: context.outcome ?? { status: 'aborted' as const, reason: 'stop_requested' },
-    })),
-    markStopping: assign(({ event }) => ({
+    // Recorded when the stop (or an abort decision) arrives, whether the run ends at once or
+    // after its calls settle in `stopping`.
+    recordAbort: assign(({ event }) => ({
       outcome: {
         status: 'aborted' as const,
         reason: event.type === 'tool.permission.decided' ? 'permission_abort' : 'stop_requested',
@@ -217,7 +210,7 @@ export const turnMachine = setup({
       on: {
         'step.started': { target: 'requesting', actions: 'startStep' },
         'compaction.started': { guard: 'mayCompact', target: 'compacting' },
-        'run.stop.requested': { target: 'terminal', actions: 'endAborted' },
+        'run.stop.requested': { target: 'terminal', actions: 'recordAbort' },
         'run.recovered': { target: 'projecting', reenter: true, actions: 'noteRecovered' },
       },
     },
@@ -233,14 +226,14 @@ export const turnMachine = setup({
       on: {
         'compaction.completed': { target: 'projecting', actions: 'markCompacted' },
         'compaction.failed': { target: 'terminal', actions: 'endCompactionFailed' },
-        'run.stop.requested': { target: 'terminal', actions: 'endAborted' },
+        'run.stop.requested': { target: 'terminal', actions: 'recordAbort' },
         'run.recovered': { target: 'compacting', reenter: true, actions: 'noteRecovered' },
       },
     },
     requesting: {
       initial: 'streaming',
       on: {
-        'run.stop.requested': { target: 'terminal', actions: 'endAborted' },
+        'run.stop.requested': { target: 'terminal', actions: 'recordAbort' },
       },
       states: {
         streaming: {
@@ -301,7 +294,7 @@ export const turnMachine = setup({
       initial: 'deciding',
       exit: 'stopToolChildren',
       on: {
-        'run.stop.requested': { target: '.stopping', actions: 'markStopping' },
+        'run.stop.requested': { target: '.stopping', actions: 'recordAbort' },
       },
       states: {
         deciding: {
@@ -311,7 +304,7 @@ export const turnMachine = setup({
             {
               guard: and(['allDecided', 'abortDecided']),
               target: 'stopping',
-              actions: 'markStopping',
+              actions: 'recordAbort',
             },
             { guard: and(['allDecided', 'needsPerson']), target: '#turn.awaitingPermission' },
             { guard: 'allDecided', target: 'running' },
@@ -353,11 +346,8 @@ export const turnMachine = setup({
         },
         stopping: {
           entry: 'spawnAbandoners',
-          always: {
-            guard: 'allSettled',
-            target: '#turn.terminal',
-            actions: 'endKeepingAbortReason',
-          },
+          // The abort was recorded on the way in.
+          always: { guard: 'allSettled', target: '#turn.terminal' },
           on: {
             // Already stopping: a second stop is not a transition (forbidden, not re-entered).
             'run.stop.requested': {},
@@ -372,12 +362,12 @@ export const turnMachine = setup({
       // Parked: no actor, no timer. The runtime may drop the live actor and rehydrate it from
       // the log when a decision arrives.
       always: [
-        { guard: 'abortDecided', target: 'settlingTools.stopping', actions: 'markStopping' },
+        { guard: 'abortDecided', target: 'settlingTools.stopping', actions: 'recordAbort' },
         { guard: not('needsPerson'), target: 'settlingTools.running' },
       ],
       on: {
         'tool.permission.decided': { guard: 'userDecision', actions: 'recordPolicyDecision' },
-        'run.stop.requested': { target: 'settlingTools.stopping', actions: 'markStopping' },
+        'run.stop.requested': { target: 'settlingTools.stopping', actions: 'recordAbort' },
         'run.recovered': { actions: 'noteRecovered' },
       },
     },
