@@ -102,6 +102,7 @@ export {
   RunSealedError,
   StoreClosedError,
   StoreCorruptionError,
+  type StoreFinding,
   StoreInputError,
   StoreLockedError,
   StoreWriteError,

@@ -29,8 +29,17 @@ export interface EventStore {
    * once each. Returns the unsubscribe function.
    */
   subscribe(sessionId: string, listener: (fact: Fact) => void): () => void;
-  /** Runs that have `run.started` and no `run.ended`, across all sessions. */
+  /**
+   * Runs that have `run.started` and no `run.ended`, across all sessions. A session the store
+   * cannot read does not make this throw: it is left out and reported by `findings()`.
+   */
   openRuns(): Promise<OpenRun[]>;
+  /**
+   * What the store found wrong, or cut, while opening and reading sessions since it was opened:
+   * a torn unacknowledged tail it removed, a session it cannot read. Never hidden, never
+   * repaired silently; `runtime.recover()` reports these sessions as damaged.
+   */
+  findings(): Promise<StoreFinding[]>;
   /** Ids of every session with at least one fact. */
   sessions(): Promise<string[]>;
   /**
@@ -62,6 +71,24 @@ export interface OpenRun {
   sessionId: string;
   turnId: string;
   runId: string;
+}
+
+/** Something a store noticed in a session's stored form, reported instead of hidden. */
+export interface StoreFinding {
+  /** The session it concerns (`undefined` when even its id cannot be read). */
+  sessionId: string | undefined;
+  /**
+   * - `torn-tail-cut`: a last record without its end (a write the store never acknowledged) was
+   *   removed when the session was opened; nothing acknowledged was lost.
+   * - `unreadable`: the session cannot be read as a valid log; it is left as it is.
+   */
+  kind: 'torn-tail-cut' | 'unreadable';
+  /** The file (or table) it was found in, when the store has files. */
+  file: string | undefined;
+  /** The 1-based line in `file`, when it is a line-oriented file. */
+  line: number | undefined;
+  /** What was found and what to do, in words. */
+  message: string;
 }
 
 /** `append` with an `expectedSeq` that is no longer the session's last `seq`. */

@@ -201,6 +201,7 @@ export function holdingStore(
     read: (sessionId, options) => store.read(sessionId, options),
     subscribe: (sessionId, listener) => store.subscribe(sessionId, listener),
     openRuns: () => store.openRuns(),
+    findings: () => store.findings(),
     sessions: () => store.sessions(),
     savePartial: (sessionId, partial) => store.savePartial(sessionId, partial),
     loadPartial: (sessionId) => store.loadPartial(sessionId),

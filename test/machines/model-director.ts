@@ -66,6 +66,7 @@ function processStore(shared: EventStore, plan: ProjectingPlan, onHold: () => Pr
     read: (sessionId, options) => shared.read(sessionId, options),
     subscribe: (sessionId, listener) => shared.subscribe(sessionId, listener),
     openRuns: () => shared.openRuns(),
+    findings: () => shared.findings(),
     sessions: () => shared.sessions(),
     savePartial: (sessionId, partial) => shared.savePartial(sessionId, partial),
     loadPartial: (sessionId) => shared.loadPartial(sessionId),
