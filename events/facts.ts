@@ -1,39 +1,27 @@
-import type { JsonObject, JsonValue, ProviderOptions } from './json.ts';
+import type { z } from 'zod';
+import { factProblem } from './check-fact.ts';
+import { type appendSchemas, type FactSchemas, factTypes } from './fact-schemas.ts';
+import type { JsonObject } from './json.ts';
+
+type Schemas = typeof appendSchemas;
 
 /**
  * The log's vocabulary. Every entry is a fact: an envelope (`id`, `seq`, `at`, `sessionId`,
- * `turnId`, `runId`, `type`, `state`) plus the payload of its type. Facts are plain JSON.
+ * `turnId`, `runId`, `type`, `state`) plus the payload of its type. Facts are plain JSON. The
+ * types here are derived from the schemas in `fact-schemas.ts`, which every store checks.
  *
  * Meanings never change in place: a new meaning is a new fact type or a new optional field,
  * and old logs (test/fixtures/logs) keep replaying.
  */
 
 /** Why a provider step finished: the unified reason and the provider's own spelling. */
-export interface FinishReason {
-  unified:
-    | 'stop'
-    | 'length'
-    | 'content-filter'
-    | 'tool-calls'
-    | 'error'
-    | 'interrupted'
-    | 'other'
-    | 'unknown';
-  raw: string | undefined;
-}
+export type FinishReason = z.output<Schemas['finishReason']>;
 
 /** Token usage of one step. A number the provider did not report stays `undefined`, never 0. */
-export interface Usage {
-  inputTokens: number | undefined;
-  outputTokens: number | undefined;
-  reasoningTokens: number | undefined;
-  cachedInputTokens: number | undefined;
-}
+export type Usage = z.output<Schemas['usage']>;
 
 /** A text or reasoning part of an assistant step, with the provider options needed to replay it. */
-export type ContentPart =
-  | { type: 'text'; text: string; providerOptions?: ProviderOptions }
-  | { type: 'reasoning'; text: string; providerOptions?: ProviderOptions };
+export type ContentPart = z.output<Schemas['contentPart']>;
 
 /**
  * How the tool-call guard proved a call complete (`null`: not proved, see `withheld`).
@@ -41,171 +29,41 @@ export type ContentPart =
  * - `atomic`: start and end with no delta, while a sibling streamed bytes; the value is `{}`.
  * - `whole-request`: no call in the request streamed bytes; the provider's parsed input is used.
  */
-export type ToolCallProof = 'raw-bytes' | 'atomic' | 'whole-request';
+export type ToolCallProof = z.output<Schemas['toolCallProof']>;
 
 /** One tool call the model made, as the guard judged it. */
-export interface ToolCallRecord {
-  callId: string;
-  name: string;
-  /** The proved value; for a withheld call, a best-effort object for history only (never executed). */
-  input: JsonValue;
-  proof: ToolCallProof | null;
-  /** Why the call may not run (present exactly when `proof` is `null`). */
-  withheld?: string;
-  providerOptions?: ProviderOptions;
-}
+export type ToolCallRecord = z.output<Schemas['toolCallRecord']>;
 
 /** Kinds of provider failure; see `adapters/provider-error.ts` for how each is recognised. */
-export type ProviderFailureKind =
-  | 'auth'
-  | 'quota'
-  | 'rate_limit'
-  | 'overloaded'
-  | 'timeout'
-  | 'network'
-  | 'context_overflow'
-  | 'bad_request'
-  | 'content_filter'
-  | 'stream_interrupted'
-  | 'malformed_tool_call'
-  | 'aborted'
-  | 'unknown';
+export type ProviderFailureKind = z.output<Schemas['providerFailureKind']>;
 
 /** A provider failure as data. */
-export interface ProviderFailure {
-  kind: ProviderFailureKind;
-  retryable: boolean;
-  message: string;
-  status?: number;
-  retryAfterMs?: number;
-}
+export type ProviderFailure = z.output<Schemas['providerFailure']>;
 
 /** What a step's request carried, recorded in `step.started` before it is sent. */
-export interface RequestCapture {
-  provider: string;
-  modelId: string;
-  messageCount: number;
-  tools: string[];
-  activeTools: string[] | undefined;
-  /** `hashText` of the JSON of the whole turnlog request (system, messages, tools, options). */
-  inputHash: string;
-}
+export type RequestCapture = z.output<Schemas['requestCapture']>;
 
 /** The run's limits, recorded in `run.started` so a replay of the log needs nothing else. */
-export interface RunLimits {
-  maxSteps: number;
-  maxAttempts: number;
-  maxOutputTokens: number | undefined;
-  toolOutputChars: number;
-  contextWindowTokens: number | undefined;
-  toolConcurrency: number;
-  stopGraceMs: number;
-  /**
-   * Milliseconds a provider stream may stay silent before the step fails as a retryable
-   * `timeout`. Absent in logs written before this limit existed: no limit.
-   */
-  streamIdleMs?: number;
-}
+export type RunLimits = z.output<Schemas['runLimits']>;
 
-export type ToolOutcome =
-  | 'success'
-  | 'error'
-  | 'invalid'
-  | 'denied'
-  | 'withheld'
-  | 'cancelled'
-  | 'unknown';
+export type ToolOutcome = z.output<Schemas['toolOutcome']>;
 
-export type PermissionDecision = 'allow' | 'deny' | 'report-unknown' | 'abort';
+export type PermissionDecision = z.output<Schemas['permissionDecision']>;
 
-export type RunStatus = 'completed' | 'failed' | 'aborted';
+export type RunStatus = z.output<Schemas['runStatus']>;
 
 /** The envelope every stored fact has. `state` is the turn machine's state after the fact. */
-export interface FactEnvelope {
-  id: string;
-  seq: number;
-  /** ISO 8601 time of the commit. */
-  at: string;
-  sessionId: string;
-  turnId: string;
-  runId: string;
-  state?: string;
-}
+export type FactEnvelope = z.output<Schemas['envelope']>;
 
 /** Payloads by fact type. */
-export interface FactPayloads {
-  'run.started': {
-    input: { text: string };
-    runtimeVersion: string;
-    limits: RunLimits;
-    system?: string;
-  };
-  'step.started': {
-    stepId: string;
-    attempt: number;
-    request: RequestCapture;
-    /** `seq` of the last fact the request's history was projected from (steering after it is unanswered). */
-    projectedThroughSeq?: number;
-  };
-  'step.completed': {
-    stepId: string;
-    finishReason: FinishReason;
-    usage: Usage;
-    content: ContentPart[];
-    toolCalls: ToolCallRecord[];
-    response: { id: string | undefined; modelId: string | undefined };
-  };
-  'step.failed': { stepId: string; error: ProviderFailure; observedOutput: boolean };
-  'tool.permission.requested': {
-    callId: string;
-    name: string;
-    input: JsonValue;
-    inputHash: string;
-    reason?: string;
-  };
-  'tool.permission.decided': {
-    callId: string;
-    decision: PermissionDecision;
-    inputHash: string;
-    by: 'user' | 'policy';
-    reason?: string;
-  };
-  'tool.started': { callId: string; name: string; input: JsonValue; inputHash: string };
-  'tool.settled': {
-    callId: string;
-    name: string;
-    outcome: ToolOutcome;
-    text: string;
-    output?: JsonValue;
-    truncated: boolean;
-    durationMs?: number;
-  };
-  'tool.indeterminate': { callId: string; name: string };
-  'steering.received': { messageId: string; text: string };
-  'compaction.started': {
-    reason: 'budget' | 'overflow';
-    estimatedTokens?: number;
-    budgetTokens?: number;
-  };
-  'compaction.completed': {
-    summary: string;
-    throughSeq: number;
-    tokensBefore: number;
-    tokensAfter: number;
-  };
-  'compaction.failed': { error: ProviderFailure };
-  'retry.due': { stepId: string; attempt: number };
-  'run.stop.requested': { reason: string };
-  'run.recovered': { interrupted: string; indeterminate: string[] };
-  'run.ended': { status: RunStatus; reason: string; error?: ProviderFailure | { message: string } };
-}
+export type FactPayloads = {
+  [TType in FactType]: z.output<Schemas['payloads'][TType]>;
+};
 
-export type FactType = keyof FactPayloads;
+export type FactType = keyof FactSchemas;
 
 /** Any stored fact: a discriminated union on `type`. */
-export type Fact = {
-  [TType in FactType]: FactEnvelope & { type: TType } & FactPayloads[TType];
-}[FactType];
+export type Fact = { [TType in FactType]: z.output<FactSchemas[TType]> }[FactType];
 
 /** A stored fact of one type. */
 export type FactOf<TType extends FactType> = Extract<Fact, { type: TType }>;
@@ -213,38 +71,11 @@ export type FactOf<TType extends FactType> = Extract<Fact, { type: TType }>;
 /** A fact before the store gave it a `seq`. */
 export type NewFact = { [TType in FactType]: Omit<FactOf<TType>, 'seq'> }[FactType];
 
-/** Every fact type, in the order of the table in DESIGN.md. */
-export const factTypes = [
-  'run.started',
-  'step.started',
-  'step.completed',
-  'step.failed',
-  'tool.permission.requested',
-  'tool.permission.decided',
-  'tool.started',
-  'tool.settled',
-  'tool.indeterminate',
-  'steering.received',
-  'compaction.started',
-  'compaction.completed',
-  'compaction.failed',
-  'retry.due',
-  'run.stop.requested',
-  'run.recovered',
-  'run.ended',
-] as const satisfies readonly FactType[];
+export { factTypes };
 
-/** True when `value` looks like a stored fact (an envelope with a known `type`). */
+/** True when `value` is a well-formed stored fact: its type's schema accepts it. */
 export function isFact(value: unknown): value is Fact {
-  if (typeof value !== 'object' || value === null) return false;
-  const candidate = value as Record<string, unknown>;
-  return (
-    typeof candidate.id === 'string' &&
-    typeof candidate.seq === 'number' &&
-    typeof candidate.sessionId === 'string' &&
-    typeof candidate.runId === 'string' &&
-    (factTypes as readonly string[]).includes(candidate.type as string)
-  );
+  return factProblem(value, { stored: true }) === undefined;
 }
 
 /**

@@ -158,14 +158,14 @@ class MemoryStore implements EventStore {
       const log = new SessionLog({ sessionId, storeName: 'memoryStore' });
       list.sort((left, right) => left.seq - right.seq);
       for (const fact of list) {
-        const problem = storedFactProblem(fact, { sessionId, seq: log.lastSeq + 1 });
+        const problem =
+          storedFactProblem(fact, { sessionId, seq: log.lastSeq + 1 }) ?? log.restore(fact);
         if (problem !== undefined) {
           throw new StoreInputError({
-            message: `memoryStore({ facts }): session ${sessionId}: ${problem}; seeds keep their seq, which must run 1, 2, 3, … in each session`,
+            message: `memoryStore({ facts }): session ${sessionId}: ${problem}; seed whole sessions read from a store (each keeps its seq, 1, 2, 3, …)`,
             sessionId,
           });
         }
-        log.restore(fact);
       }
       this.#sessions.set(sessionId, log);
     }

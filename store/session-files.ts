@@ -151,7 +151,8 @@ export async function loadSession(options: {
     const firstSeq = log.lastSeq + 1;
     const facts = checkSegment(document, { file, sessionId, index, firstSeq });
     for (const fact of facts) {
-      log.restore(fact);
+      const problem = log.restore(fact);
+      if (problem !== undefined) throw corruption(file, problem);
       trackOpenRun(openRuns, fact);
     }
     if (summaryOf(openRuns) !== JSON.stringify(document.openRuns)) {

@@ -1,4 +1,5 @@
-import { type Fact, factTypes, isFact, type NewFact } from '../events/facts.ts';
+import { factProblem } from '../events/check-fact.ts';
+import type { Fact, NewFact } from '../events/facts.ts';
 import {
   type AppendOptions,
   ConcurrencyError,
@@ -36,11 +37,24 @@ export class SessionLog {
   }
 
   /**
-   * Adds a fact that was already stored (a seed or a loaded segment), without the append rules:
-   * history is taken as it is. The caller checked it with `storedFactProblem` first.
+   * Adds a fact that was already stored (a seed or a loaded segment), checked as part of the
+   * whole session: its `id` must be new, and its run must not have ended (I7: one `run.ended`,
+   * nothing after it). Returns what is wrong — the fact is then not added, and the caller reports
+   * the session instead of loading it silently — or `undefined` once added. The caller checked the
+   * fact itself with `storedFactProblem` first.
    */
-  restore(fact: Fact): void {
+  restore(fact: Fact): string | undefined {
+    const where = `seq ${fact.seq} (${fact.type}, fact ${fact.id})`;
+    if (this.#ids.has(fact.id)) {
+      return `${where} repeats a fact id already used earlier in the session`;
+    }
+    if (this.#endedRuns.has(fact.runId)) {
+      const what =
+        fact.type === 'run.ended' ? 'is a second run.ended of' : 'comes after the run.ended of';
+      return `${where} ${what} run ${fact.runId}; a run ends once and nothing follows (I7)`;
+    }
     this.#track(fact);
+    return undefined;
   }
 
   /**
@@ -154,12 +168,18 @@ export function storedFactProblem(
   fact: unknown,
   options: { sessionId: string; seq: number },
 ): string | undefined {
-  if (!isFact(fact)) return `the entry for seq ${options.seq} is not a fact`;
-  if (fact.seq !== options.seq) {
-    return `seq ${fact.seq} (fact ${fact.id}) is where seq ${options.seq} belongs: the log has a gap or is out of order`;
+  const problem = factProblem(fact, { stored: true });
+  if (problem !== undefined) {
+    const { id } = (fact ?? {}) as { id?: unknown };
+    const named = typeof id === 'string' && id !== '' ? ` (fact ${id})` : '';
+    return `the entry for seq ${options.seq}${named} is not a valid fact: ${problem}`;
   }
-  if (fact.sessionId !== options.sessionId) {
-    return `fact ${fact.id} belongs to session ${fact.sessionId}, not ${options.sessionId}`;
+  const stored = fact as Fact;
+  if (stored.seq !== options.seq) {
+    return `seq ${stored.seq} (fact ${stored.id}) is where seq ${options.seq} belongs: the log has a gap or is out of order`;
+  }
+  if (stored.sessionId !== options.sessionId) {
+    return `fact ${stored.id} belongs to session ${stored.sessionId}, not ${options.sessionId}`;
   }
   return undefined;
 }
@@ -184,28 +204,21 @@ export function checkFromSeq(fromSeq: unknown, where: string): void {
   }
 }
 
-function newFactProblem(value: unknown, sessionId: string): string | undefined {
+/**
+ * What is wrong with a fact given to `append` for `sessionId` (after `copyPlainJson`), or
+ * `undefined` when it may be stored: its envelope without a `seq`, this session, and its type's
+ * schema (every field of its payload).
+ */
+export function newFactProblem(value: unknown, sessionId: string): string | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return 'it is not an object';
   }
   const fact = value as Record<string, unknown>;
-  for (const key of ['id', 'turnId', 'runId'] as const) {
-    if (typeof fact[key] !== 'string' || fact[key] === '') {
-      return `its ${key} must be a non-empty string`;
-    }
-  }
-  if (!(factTypes as readonly unknown[]).includes(fact.type)) {
-    return `its type ${JSON.stringify(fact.type)} is not a known fact type`;
-  }
-  if (fact.sessionId !== sessionId) {
+  if ('seq' in fact) return 'it carries a seq, which only the store assigns';
+  if (typeof fact.sessionId === 'string' && fact.sessionId !== sessionId) {
     return `its sessionId ${JSON.stringify(fact.sessionId)} is not the session it is appended to`;
   }
-  if (typeof fact.at !== 'string') return 'its at must be an ISO 8601 string';
-  if (fact.state !== undefined && typeof fact.state !== 'string') {
-    return 'its state must be a string when present';
-  }
-  if ('seq' in fact) return 'it carries a seq, which only the store assigns';
-  return undefined;
+  return factProblem(value, { stored: false });
 }
 
 function withSeq(fact: NewFact, seq: number): Fact {

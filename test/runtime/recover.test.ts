@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { scriptedModel } from '../../adapters/scripted-model.ts';
-import type { Fact } from '../../events/facts.ts';
+import type { Fact, FactOf } from '../../events/facts.ts';
 import { sequentialIds } from '../../events/ids.ts';
 import type { RecoveredRun } from '../../runtime.ts';
 import { memoryStore } from '../../store/memory-store.ts';
@@ -157,9 +157,10 @@ describe('runtime.recover() on a damaged log', () => {
     const logs = sampleLogs();
     const interrupted = logs.find((log) => log.name === 'interrupted-tool')?.facts ?? [];
     const last = interrupted.at(-1) as Fact;
+    const { input: _input, inputHash: _inputHash, ...envelope } = last as FactOf<'tool.started'>;
     // A result for a call no step made: damage planRecovery reports.
     const ghost = {
-      ...last,
+      ...envelope,
       id: 'ghost_1',
       seq: last.seq + 1,
       type: 'tool.settled',

@@ -233,6 +233,21 @@ describe.each(storeHarnesses)('$name (EventStore contract, appending)', ({ creat
       ],
       ['no id', (fact) => ({ ...fact, id: '' }), /id must be a non-empty string/],
       [
+        'a payload field of the wrong type',
+        (fact) => ({ ...fact, text: 42 }),
+        /fact 1 \(id f3\) was not stored: steering\.received field text must be string, not 42;/,
+      ],
+      [
+        'a payload field missing',
+        (fact) => ({ ...fact, text: undefined }),
+        /steering\.received field text is missing \(expected string\)/,
+      ],
+      [
+        'a misspelled field',
+        (fact) => ({ ...fact, message_id: 'm' }),
+        /steering\.received has unknown field message_id; no version of turnlog writes it/,
+      ],
+      [
         'an unknown type',
         (fact) => ({ ...fact, type: 'run.exploded' }),
         /type "run.exploded" is not a known fact type/,

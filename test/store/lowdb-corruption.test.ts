@@ -1,5 +1,6 @@
 import { readFileSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { beforeEach, describe, expect, it } from 'vitest';
+import type { Fact } from '../../events/facts.ts';
 import { StoreCorruptionError } from '../../store/event-store.ts';
 import type { SegmentDocument } from '../../store/session-files.ts';
 import { lowdbFixture } from './lowdb-fixture.ts';
@@ -63,6 +64,47 @@ describe('lowdbStore corruption', () => {
     for (const fact of document.facts) fact.seq += 1;
     writeFileSync(file, JSON.stringify(document));
     await expectCorrupt(file, /seq 10 .* is where seq 9 belongs/);
+  });
+
+  it('names a stored fact that lacks a field: its seq, type and field', async () => {
+    const file = segment('session_a', 1);
+    const document = JSON.parse(readFileSync(file, 'utf8')) as SegmentDocument;
+    delete (document.facts[1] as { text?: string }).text;
+    writeFileSync(file, JSON.stringify(document));
+    await expectCorrupt(
+      file,
+      /the entry for seq 6 \(fact session_a_6\) is not a valid fact: steering\.received field text is missing \(expected string\)/,
+    );
+  });
+
+  it('names a fact after its run ended (I7) instead of loading the session silently', async () => {
+    const file = segment('session_a', 1);
+    const document = JSON.parse(readFileSync(file, 'utf8')) as SegmentDocument;
+    const {
+      text: _text,
+      messageId: _messageId,
+      ...envelope
+    } = document.facts[1] as Fact & {
+      text: string;
+      messageId: string;
+    };
+    document.facts[1] = { ...envelope, type: 'run.ended', status: 'completed', reason: 'end_turn' };
+    writeFileSync(file, JSON.stringify(document));
+    await expectCorrupt(
+      file,
+      /seq 7 \(steering\.received, fact session_a_7\) comes after the run\.ended of run run_1; a run ends once and nothing follows \(I7\)/,
+    );
+  });
+
+  it('names a repeated fact id', async () => {
+    const file = segment('session_a', 1);
+    const document = JSON.parse(readFileSync(file, 'utf8')) as SegmentDocument;
+    (document.facts[2] as Fact).id = 'session_a_2';
+    writeFileSync(file, JSON.stringify(document));
+    await expectCorrupt(
+      file,
+      /seq 7 \(steering\.received, fact session_a_2\) repeats a fact id already used earlier/,
+    );
   });
 
   it('names a missing segment between others', async () => {

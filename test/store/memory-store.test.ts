@@ -34,16 +34,46 @@ describe('memoryStore seeding', () => {
       memoryStore({
         facts: [stored(a.runStarted('f1', 'run_a'), 1), stored(a.steering('f3', 'run_a'), 3)],
       }),
-    ).toThrow(/session session_a: seq 3 .* is where seq 2 belongs.*must run 1, 2, 3/);
+    ).toThrow(/session session_a: seq 3 .* is where seq 2 belongs.*each keeps its seq, 1, 2, 3/);
   });
 
   it('refuses a seed that is not a stored fact', () => {
     expect(() => memoryStore({ facts: [a.runStarted('f1', 'run_a') as Fact] })).toThrow(
-      /session session_a: the entry for seq 1 is not a fact/,
+      /session session_a: the entry for seq 1 \(fact f1\) is not a valid fact: run.started field seq is missing/,
     );
     expect(() =>
       memoryStore({ facts: [{ ...stored(a.runStarted('f1', 'r'), 1), at: new Date() } as never] }),
     ).toThrow(/seed 0 is not a stored fact \(\$\.at is a Date/);
+  });
+
+  it('refuses a seed whose payload its type does not allow, naming seq, type and field', () => {
+    const ended = { ...stored(a.runEnded('f2', 'run_a'), 2), status: 'finished' } as never;
+    expect(() => memoryStore({ facts: [stored(a.runStarted('f1', 'run_a'), 1), ended] })).toThrow(
+      'memoryStore({ facts }): session session_a: the entry for seq 2 (fact f2) is not a valid fact: run.ended field status must be one of "completed", "failed", "aborted", not "finished"',
+    );
+  });
+
+  it.each([
+    [
+      'a second run.ended',
+      [a.runEnded('f2', 'run_a'), a.runEnded('f3', 'run_a')],
+      'seq 3 (run.ended, fact f3) is a second run.ended of run run_a; a run ends once and nothing follows (I7)',
+    ],
+    [
+      'a fact after run.ended',
+      [a.runEnded('f2', 'run_a'), a.steering('f3', 'run_a')],
+      'seq 3 (steering.received, fact f3) comes after the run.ended of run run_a',
+    ],
+    [
+      'a repeated fact id',
+      [a.steering('f2', 'run_a'), a.steering('f2', 'run_a')],
+      'seq 3 (steering.received, fact f2) repeats a fact id already used earlier in the session',
+    ],
+  ])('refuses seeds with %s instead of loading them silently', (_name, rest, message) => {
+    const facts = [a.runStarted('f1', 'run_a'), ...rest].map((fact, index) =>
+      stored(fact, index + 1),
+    );
+    expect(() => memoryStore({ facts })).toThrow(`session session_a: ${message}`);
   });
 
   it('does not share objects with the seed array', async () => {

@@ -1,0 +1,297 @@
+import { z } from 'zod';
+import type { JsonValue } from './json.ts';
+
+/**
+ * The log's vocabulary as zod schemas: one per fact type, the single source of the fact types in
+ * `facts.ts` (derived with `z.output`, so a field cannot be in a type without being checked).
+ * Every store checks each fact on append and on read (`factProblem`, events/check-fact.ts).
+ *
+ * Two checks are built from the one definition below:
+ * - `appendSchemas` (what a store accepts): strict objects (a key no version of turnlog wrote is
+ *   refused, so a misspelled field is an error, not silently kept), whole numbers in range,
+ *   non-empty ids. A handful of facts per append: microseconds next to the write.
+ * - `readSchemas` (what a store reads back): every field present with its type, so no projection
+ *   meets a missing or mistyped field later; unknown keys and ranges are not checked again. A
+ *   cold read checks every fact of a session, and these checks cost a third of the strict ones.
+ *
+ * Old logs must keep reading: a field added over time is optional, a field that was always
+ * written is required, and a meaning never changes in place (a new fact type or a new optional
+ * field instead; test/fixtures/logs and 0.1.0's stores are the proof).
+ */
+function defineFactSchemas({ strict }: { strict: boolean }) {
+  const object = <TShape extends z.core.$ZodLooseShape>(shape: TShape) =>
+    (strict ? z.strictObject(shape) : z.object(shape)) as z.ZodObject<TShape>;
+  const whole = (min: number) => (strict ? z.number().int().min(min) : z.number());
+  const nonEmpty = strict ? z.string().min(1) : z.string();
+
+  const providerOptions = z.record(z.string(), z.record(z.string(), jsonValue));
+
+  const finishReason = object({
+    unified: z.enum([
+      'stop',
+      'length',
+      'content-filter',
+      'tool-calls',
+      'error',
+      'interrupted',
+      'other',
+      'unknown',
+    ]),
+    raw: unknownable(z.string()),
+  });
+
+  const usage = object({
+    inputTokens: unknownable(measure),
+    outputTokens: unknownable(measure),
+    reasoningTokens: unknownable(measure),
+    cachedInputTokens: unknownable(measure),
+  });
+
+  /**
+   * The parts of an assistant step, by `type`. A new kind of part is one more schema in this
+   * list (and one more case wherever a `switch` over `ContentPart['type']` must handle it).
+   */
+  const contentPart = z.discriminatedUnion('type', [
+    object({
+      type: z.literal('text'),
+      text: z.string(),
+      providerOptions: providerOptions.optional(),
+    }),
+    object({
+      type: z.literal('reasoning'),
+      text: z.string(),
+      providerOptions: providerOptions.optional(),
+    }),
+  ]);
+
+  const toolCallProof = z.enum(['raw-bytes', 'atomic', 'whole-request']);
+
+  const toolCallRecord = object({
+    callId: z.string(),
+    name: z.string(),
+    /** The proved value; for a withheld call, a best-effort object for history only (never executed). */
+    input: jsonValue,
+    proof: toolCallProof.nullable(),
+    /** Why the call may not run (present exactly when `proof` is `null`). */
+    withheld: z.string().optional(),
+    providerOptions: providerOptions.optional(),
+  });
+
+  const providerFailureKind = z.enum([
+    'auth',
+    'quota',
+    'rate_limit',
+    'overloaded',
+    'timeout',
+    'network',
+    'context_overflow',
+    'bad_request',
+    'content_filter',
+    'stream_interrupted',
+    'malformed_tool_call',
+    'aborted',
+    'unknown',
+  ]);
+
+  const providerFailure = object({
+    kind: providerFailureKind,
+    retryable: z.boolean(),
+    message: z.string(),
+    status: whole(0).optional(),
+    retryAfterMs: measure.optional(),
+  });
+
+  const requestCapture = object({
+    provider: z.string(),
+    modelId: z.string(),
+    messageCount: whole(0),
+    tools: z.array(z.string()),
+    activeTools: unknownable(z.array(z.string())),
+    /** `hashText` of the JSON of the whole turnlog request (system, messages, tools, options). */
+    inputHash: z.string(),
+  });
+
+  /** The limits as recorded (0.1.0 recorded the first seven); `createRuntime` checks new ones. */
+  const runLimits = object({
+    maxSteps: whole(1),
+    maxAttempts: whole(1),
+    maxOutputTokens: unknownable(whole(1)),
+    toolOutputChars: whole(1),
+    contextWindowTokens: unknownable(whole(1)),
+    toolConcurrency: whole(1),
+    stopGraceMs: whole(0),
+    /**
+     * Milliseconds a provider stream may stay silent before the step fails as a retryable
+     * `timeout`. Absent in logs written before this limit existed: no limit.
+     */
+    streamIdleMs: whole(1).optional(),
+    /**
+     * The longest `Retry-After` a step waits for before its retry; a longer one fails the step.
+     * Absent in logs written before this limit existed: the default (`defaultMaxRetryAfterMs`).
+     */
+    maxRetryAfterMs: whole(0).optional(),
+  });
+
+  const toolOutcome = z.enum([
+    'success',
+    'error',
+    'invalid',
+    'denied',
+    'withheld',
+    'cancelled',
+    'unknown',
+  ]);
+  const permissionDecision = z.enum(['allow', 'deny', 'report-unknown', 'abort']);
+  const runStatus = z.enum(['completed', 'failed', 'aborted']);
+
+  /** The envelope every stored fact has. `state` is the turn machine's state after the fact. */
+  const envelope = {
+    id: nonEmpty,
+    seq: whole(1),
+    /** ISO 8601 time of the commit. */
+    at: z.string(),
+    sessionId: nonEmpty,
+    turnId: nonEmpty,
+    runId: nonEmpty,
+    state: z.string().optional(),
+  };
+
+  /** The payload of each fact type. */
+  const payloads = {
+    'run.started': {
+      input: object({ text: z.string() }),
+      runtimeVersion: z.string(),
+      limits: runLimits,
+      system: z.string().optional(),
+      /** The turn machine's `version` that began the run; absent before versions were recorded. */
+      machineVersion: z.string().optional(),
+    },
+    'step.started': {
+      stepId: z.string(),
+      attempt: whole(1),
+      request: requestCapture,
+      /** `seq` of the last fact the request's history was projected from (steering after it is unanswered). */
+      projectedThroughSeq: whole(0).optional(),
+    },
+    'step.completed': {
+      stepId: z.string(),
+      finishReason,
+      usage,
+      content: z.array(contentPart),
+      toolCalls: z.array(toolCallRecord),
+      response: object({ id: unknownable(z.string()), modelId: unknownable(z.string()) }),
+    },
+    'step.failed': { stepId: z.string(), error: providerFailure, observedOutput: z.boolean() },
+    'tool.permission.requested': {
+      callId: z.string(),
+      name: z.string(),
+      input: jsonValue,
+      inputHash: z.string(),
+      reason: z.string().optional(),
+    },
+    'tool.permission.decided': {
+      callId: z.string(),
+      decision: permissionDecision,
+      inputHash: z.string(),
+      by: z.enum(['user', 'policy']),
+      reason: z.string().optional(),
+    },
+    'tool.started': {
+      callId: z.string(),
+      name: z.string(),
+      input: jsonValue,
+      inputHash: z.string(),
+    },
+    'tool.settled': {
+      callId: z.string(),
+      name: z.string(),
+      outcome: toolOutcome,
+      text: z.string(),
+      output: jsonValue.optional(),
+      truncated: z.boolean(),
+      durationMs: measure.optional(),
+    },
+    'tool.indeterminate': { callId: z.string(), name: z.string() },
+    'steering.received': { messageId: z.string(), text: z.string() },
+    'compaction.started': {
+      reason: z.enum(['budget', 'overflow']),
+      estimatedTokens: measure.optional(),
+      budgetTokens: measure.optional(),
+    },
+    'compaction.completed': {
+      summary: z.string(),
+      throughSeq: whole(0),
+      tokensBefore: measure,
+      tokensAfter: measure,
+    },
+    'compaction.failed': { error: providerFailure },
+    'retry.due': { stepId: z.string(), attempt: whole(1) },
+    'run.stop.requested': { reason: z.string() },
+    'run.recovered': { interrupted: z.string(), indeterminate: z.array(z.string()) },
+    'run.ended': {
+      status: runStatus,
+      reason: z.string(),
+      error: z.union([providerFailure, object({ message: z.string() })]).optional(),
+    },
+  };
+
+  type Payloads = typeof payloads;
+  const factSchema = <TType extends keyof Payloads>(type: TType) =>
+    object({ ...envelope, type: z.literal(type), ...payloads[type] });
+  const facts = Object.fromEntries(
+    (Object.keys(payloads) as (keyof Payloads)[]).map((type) => [type, factSchema(type)]),
+  ) as { [TType in keyof Payloads]: ReturnType<typeof factSchema<TType>> };
+
+  return {
+    facts,
+    envelope: object(envelope),
+    payloads: Object.fromEntries(
+      Object.entries(payloads).map(([type, shape]) => [type, object(shape)]),
+    ) as { [TType in keyof Payloads]: z.ZodObject<Payloads[TType]> },
+    finishReason,
+    usage,
+    contentPart,
+    toolCallProof,
+    toolCallRecord,
+    providerFailureKind,
+    providerFailure,
+    requestCapture,
+    runLimits,
+    toolOutcome,
+    permissionDecision,
+    runStatus,
+  };
+}
+
+/**
+ * A value that may be unknown: `undefined` in memory, an absent key once stored (JSON drops
+ * `undefined`). The check accepts a missing key; the type stays `T | undefined` with the key
+ * required, so code that builds the value must say "unknown" rather than forget it.
+ */
+function unknownable<TSchema extends z.ZodType>(schema: TSchema) {
+  return schema.optional() as unknown as z.ZodUnion<[TSchema, z.ZodUndefined]>;
+}
+
+/**
+ * Any JSON value. Only `undefined` is refused here: a store makes every appended fact plain JSON
+ * first (`copyPlainJson` refuses functions, `NaN`, `Date`, cycles), and a stored fact was parsed
+ * from JSON text, so checking JSON again, value by value, would only add to every read.
+ */
+const jsonValue = z.custom<JsonValue>((value) => value !== undefined, {
+  message: 'must be a JSON value',
+});
+
+// Token counts, durations and delays are measured by providers and clocks: any finite number
+// (a budget is negative for a tiny window; a clock can step back).
+const measure = z.number();
+
+/** What a store accepts on append (strict). */
+export const appendSchemas = defineFactSchemas({ strict: true });
+
+/** What a store accepts on read (every field and its type). */
+export const readSchemas = defineFactSchemas({ strict: false });
+
+export type FactSchemas = typeof appendSchemas.facts;
+
+/** Every fact type, in the order of the README's table. */
+export const factTypes = Object.keys(appendSchemas.facts) as (keyof FactSchemas)[];
