@@ -80,7 +80,7 @@ export { TurnlogError } from './events/turnlog-error.ts';
 export { foldRun, ReplayDivergenceError } from './machines/rehydrate.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/turn-channel.ts';
 export type { TurnContext, TurnInput, TurnOutcome } from './machines/turn-context.ts';
-export { turnMachine } from './machines/turn-machine.ts';
+export { turnMachine, turnMachineVersion } from './machines/turn-machine.ts';
 export {
   createRuntime,
   defaultLimits,
@@ -90,6 +90,7 @@ export {
   runtimeVersion,
 } from './runtime.ts';
 export {
+  DamagedSessionError,
   InvalidArgumentError,
   NoActiveRunError,
   RuntimeClosedError,

@@ -51,3 +51,30 @@ export class RuntimeClosedError extends TurnlogError {
     this.name = 'RuntimeClosedError';
   }
 }
+
+/**
+ * `decide()`, `steer()` or `stop()` for a session whose unfinished run cannot be resumed: its log
+ * is damaged (a file that cannot be read, facts that break the log's rules, states the turn
+ * machine does not reach). Nothing was written; `damage` says what is wrong.
+ */
+export class DamagedSessionError extends TurnlogError {
+  static isInstance = isTurnlogErrorNamed<DamagedSessionError>('DamagedSessionError');
+  readonly sessionId: string;
+  /** The unfinished run, when the log could be read far enough to name it. */
+  readonly runId: string | undefined;
+  readonly damage: string[];
+
+  constructor(
+    options: TurnlogErrorOptions & {
+      sessionId: string;
+      runId: string | undefined;
+      damage: string[];
+    },
+  ) {
+    super(options);
+    this.name = 'DamagedSessionError';
+    this.sessionId = options.sessionId;
+    this.runId = options.runId;
+    this.damage = options.damage;
+  }
+}

@@ -6,6 +6,7 @@ import { createIdGenerator, type IdGenerator } from './events/ids.ts';
 import type { ModelMessage } from './events/messages.ts';
 import { projectHistory } from './events/project-history.ts';
 import { type PendingDecision, projectTurn } from './events/project-turn.ts';
+import { TurnlogError } from './events/turnlog-error.ts';
 import { createLiveRuns, type RecoveredRun, unfinishedRun } from './machines/live-runs.ts';
 import type { TurnHandle } from './machines/turn-channel.ts';
 import {
@@ -229,14 +230,56 @@ export function createRuntime(options: RuntimeOptions) {
     /**
      * Rehydrates every unfinished run found in the store (after a restart): no tool is run again
      * and no request is re-sent implicitly (I8). Returns what it found, with a handle per run.
+     * A session that cannot be read, or a run that cannot be rebuilt, is reported `damaged` and
+     * left as it is; the other runs still resume.
      */
     async recover(): Promise<RecoveredRun[]> {
       const report: RecoveredRun[] = [];
+      const findings = await store.findings();
+      const findingsOf = (sessionId: string | undefined) =>
+        findings.filter((finding) => finding.sessionId === sessionId);
+      const unreadable = [
+        ...new Set(
+          findings.filter((finding) => finding.kind === 'unreadable').map((f) => f.sessionId),
+        ),
+      ];
+      for (const sessionId of unreadable) {
+        const found = findingsOf(sessionId);
+        report.push({
+          sessionId,
+          runId: undefined,
+          interruptedIn: undefined,
+          status: 'damaged',
+          damage: found.map((finding) => finding.message),
+          findings: found,
+        });
+      }
       for (const open of await store.openRuns()) {
-        if (runs.has(open.sessionId)) continue;
-        report.push(
-          await withSession(open.sessionId, () => runs.recover(open.sessionId, open.runId)),
-        );
+        if (runs.has(open.sessionId) || unreadable.includes(open.sessionId)) continue;
+        const { sessionId, runId } = open;
+        try {
+          const recovered = await withSession(sessionId, () => runs.recover(sessionId, runId));
+          if (recovered === undefined) continue;
+          report.push(
+            recovered.status === 'damaged'
+              ? { ...recovered, findings: findingsOf(sessionId) }
+              : recovered,
+          );
+        } catch (error) {
+          // One session's log that breaks a projection is that session's damage; a closed or
+          // failing store is everyone's, and is thrown.
+          if (TurnlogError.isTurnlogError(error)) throw error;
+          report.push({
+            sessionId,
+            runId,
+            interruptedIn: undefined,
+            status: 'damaged',
+            damage: [
+              `recovering the run failed: ${error instanceof Error ? error.message : String(error)}`,
+            ],
+            findings: findingsOf(sessionId),
+          });
+        }
       }
       return report;
     },

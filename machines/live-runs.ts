@@ -3,12 +3,12 @@ import type { ModelAdapter } from '../adapters/model-adapter.ts';
 import type { Fact, RunLimits } from '../events/facts.ts';
 import type { IdGenerator } from '../events/ids.ts';
 import type { ModelToolDefinition } from '../events/messages.ts';
-import { type LogDamage, planRecovery } from '../events/plan-recovery.ts';
-import type { EventStore } from '../store/event-store.ts';
+import { DamagedSessionError } from '../runtime-errors.ts';
+import type { EventStore, StoreFinding } from '../store/event-store.ts';
 import type { ToolRuntime } from '../tools/tool.ts';
-import { foldRun, ReplayDivergenceError } from './rehydrate.ts';
+import { loadRun } from './load-run.ts';
 import { liveTurnMachine } from './run-actors.ts';
-import { createRunDriver, type RunDriver } from './run-driver.ts';
+import { createRunDriver, type RunDriver, type TurnMachine } from './run-driver.ts';
 import type { RunServices } from './run-services.ts';
 import {
   createTurnChannel,
@@ -18,7 +18,7 @@ import {
   turnResult,
 } from './turn-channel.ts';
 
-/** What `recover()` found for one unfinished run. */
+/** What `recover()` found for one unfinished run (or one session it could not read). */
 export type RecoveredRun =
   | {
       sessionId: string;
@@ -32,12 +32,20 @@ export type RecoveredRun =
       turn: TurnHandle;
     }
   | {
-      sessionId: string;
-      runId: string;
+      /** `undefined` only when the store could not even tell which session it found. */
+      sessionId: string | undefined;
+      /** `undefined` when the session could not be read far enough to name its run. */
+      runId: string | undefined;
       interruptedIn: string | undefined;
-      /** The log cannot be resumed as it is: reported, never repaired (inspect `runtime.facts()`). */
+      /**
+       * The log cannot be resumed as it is: reported, never repaired, and nothing was written to
+       * it. `decide()`, `steer()` and `stop()` on the session throw `DamagedSessionError`.
+       */
       status: 'damaged';
+      /** What is wrong, in words: the store's findings, the log's damage, a divergence. */
       damage: string[];
+      /** What the store found in the session's stored form (`store.findings()`). */
+      findings: StoreFinding[];
     };
 
 interface RunIds {
@@ -63,6 +71,8 @@ export interface LiveRunsOptions {
   inspect: ((event: InspectionEvent) => void) | Observer<InspectionEvent> | undefined;
   /** Serializes work on one session with the runtime's public operations. */
   withSession: <T>(sessionId: string, work: () => Promise<T>) => Promise<T>;
+  /** The turn machine, before its live actors are provided (default `turnMachine`; tests of upgrades pass another version). */
+  machine?: TurnMachine;
 }
 
 /**
@@ -81,7 +91,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
     if (services === undefined)
       throw new Error(`turnlog: no live run ${runId} (an actor outlived its run)`);
     return services;
-  });
+  }, options.machine);
   // Per unfinished run: the `done` resolvers and a weak reference to the caller's event buffer.
   const sinks = new Map<string, TurnSink>();
 
@@ -192,15 +202,23 @@ export function createLiveRuns(options: LiveRunsOptions) {
 
     has: (sessionId: string) => live.has(sessionId),
 
-    /** The session's unfinished run, live or rebuilt from the log (no actor restarted: I8). */
+    /**
+     * The session's unfinished run, live or rebuilt from the log (no actor restarted: I8).
+     * Throws `DamagedSessionError` when it cannot be resumed.
+     */
     async active(sessionId: string): Promise<RunDriver | undefined> {
       const running = live.get(sessionId);
       if (running) return running.driver;
-      const facts = await store.read(sessionId);
-      const unfinished = unfinishedRun(facts);
-      if (unfinished === undefined) return undefined;
-      const folded = foldRun(facts, unfinished.runId);
-      await open(unfinished, facts, unfinished.limits).resume(folded.snapshot);
+      const loaded = await loadRun({ store, machine, sessionId, runId: undefined });
+      if (loaded === undefined) return undefined;
+      if ('damage' in loaded) {
+        throw new DamagedSessionError({
+          message: `Session ${sessionId} cannot be resumed: its log is damaged (${loaded.damage.join('; ')}). Nothing was written; read runtime.facts() to inspect it, and start a new session to go on.`,
+          ...loaded,
+        });
+      }
+      const { ids, facts, rehydrated } = loaded;
+      await open(ids, facts, rehydrated.limits).resume(rehydrated.snapshot);
       // A fold that reached terminal only lacked run.ended: resume appended it, nothing is open.
       return live.get(sessionId)?.driver;
     },
@@ -208,35 +226,20 @@ export function createLiveRuns(options: LiveRunsOptions) {
     /**
      * Rehydrates one unfinished run after a restart (DESIGN, Recovery): marks started-but-unsettled
      * calls indeterminate, then commits `run.recovered`, whose transition starts what must run.
+     * A run that cannot be resumed is reported `damaged` and left as it is; `undefined` when the
+     * run is no longer unfinished.
      */
-    async recover(sessionId: string, runId: string): Promise<RecoveredRun> {
-      const facts = await store.read(sessionId);
-      const plan = planRecovery(facts).runs.find((candidate) => candidate.runId === runId);
-      if (plan === undefined)
-        throw new Error(`recover: run ${runId} is not unfinished in session ${sessionId}`);
-      const damaged = (damage: string[]): RecoveredRun => ({
-        sessionId,
-        runId,
-        interruptedIn: plan.interruptedIn,
-        status: 'damaged',
-        damage,
-      });
-      if (plan.damage.length > 0)
-        return damaged(plan.damage.map((damage: LogDamage) => damage.message));
-      let folded: ReturnType<typeof foldRun>;
-      try {
-        folded = foldRun(facts, runId);
-      } catch (error) {
-        if (ReplayDivergenceError.isInstance(error)) return damaged([error.message]);
-        throw error;
-      }
-      const ids = { sessionId, turnId: plan.turnId, runId };
-      const handle = newHandle(ids, folded.facts);
-      const started = folded.facts[0];
-      const driver = open(ids, facts, (started as Extract<Fact, { type: 'run.started' }>).limits);
-      await driver.resume(folded.snapshot);
+    async recover(sessionId: string, runId: string): Promise<RecoveredRun | undefined> {
+      const loaded = await loadRun({ store, machine, sessionId, runId });
+      if (loaded === undefined) return undefined;
+      if ('damage' in loaded) return { ...loaded, status: 'damaged', findings: [] };
+      const { ids, facts, plan, rehydrated } = loaded;
+      const { snapshot } = rehydrated;
+      const handle = newHandle(ids, rehydrated.facts);
+      const driver = open(ids, facts, rehydrated.limits);
+      await driver.resume(snapshot);
       const indeterminate = [...plan.indeterminate, ...plan.unresolved].map((call) => call.callId);
-      if (folded.snapshot.status !== 'done') {
+      if (snapshot.status !== 'done') {
         for (const call of plan.indeterminate) {
           await driver.commit({
             type: 'tool.indeterminate',
@@ -252,7 +255,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
         });
       }
       const status =
-        folded.snapshot.status === 'done'
+        snapshot.status === 'done'
           ? 'ended'
           : driver.snapshot()?.value === 'awaitingPermission'
             ? 'parked'

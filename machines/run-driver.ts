@@ -135,7 +135,10 @@ export function createRunDriver(options: RunDriverOptions) {
     /** Resolves with the run's `run.ended`; rejects if the log could not be written. */
     ended: endedPromise,
 
-    /** Appends `run.started` (with the machine's initial state) and starts the live actor. */
+    /**
+     * Appends `run.started` (with the machine's initial state and version) and starts the live
+     * actor.
+     */
     begin(draft: Extract<FactDraft, { type: 'run.started' }>) {
       return serialize(async () => {
         const [initial] = initialTransition(machine, {
@@ -144,7 +147,8 @@ export function createRunDriver(options: RunDriverOptions) {
           runId,
           limits: draft.limits,
         });
-        const stored = await append(envelope(draft, stateToString(initial.value)));
+        const versioned = { ...draft, machineVersion: machine.version };
+        const stored = await append(envelope(versioned, stateToString(initial.value)));
         if (stored === undefined)
           throw new Error(`run.started for ${runId} was already in the log`);
         start();

@@ -142,6 +142,11 @@ export function acceptsUserDecision(call: CallState, decision: PermissionDecisio
   return false;
 }
 
+/** The machine's output once it is done: the outcome its transitions recorded. */
+export function outcomeOf(context: TurnContext): TurnOutcome {
+  return context.outcome ?? { status: 'failed', reason: 'unknown' };
+}
+
 /** Turns a step's finish reason into the outcome of a run that ends without tool calls. */
 export function outcomeOfFinalStep(fact: FactOf<'step.completed'>): TurnOutcome {
   switch (fact.finishReason.unified) {

@@ -10,6 +10,7 @@ import type {
 import {
   type CallState,
   initialContext,
+  outcomeOf,
   outcomeOfFailure,
   outcomeOfFinalStep,
   type TurnContext,
@@ -28,6 +29,12 @@ import { turnGuards } from './turn-guards.ts';
  *
  * See architecture/turn-machine.md for the diagram and where each invariant is enforced.
  */
+
+/**
+ * The turn machine's version, recorded in each `run.started` (`machineVersion`): a whole number,
+ * increased with every change to the machine's states or transitions.
+ */
+export const turnMachineVersion = '1';
 
 const inert = fromCallback(() => {});
 
@@ -190,9 +197,12 @@ export const turnMachine = setup({
   },
 }).createMachine({
   id: 'turn',
+  // Recorded in each run.started. Bump it with any change to states or transitions: a run begun
+  // by another version is resumed through its recorded states (rehydrate.ts), not replayed strictly.
+  version: turnMachineVersion,
   context: ({ input }) => initialContext(input),
   initial: 'projecting',
-  output: ({ context }) => context.outcome ?? { status: 'failed', reason: 'unknown' },
+  output: ({ context }) => outcomeOf(context),
   on: {
     'steering.received': { actions: 'recordSteering' },
   },

@@ -47,6 +47,49 @@ describe('foldRun', () => {
     });
   }
 
+  it('raises ReplayDivergenceError for a fact after the run reached terminal (steering the machine would take at its root)', () => {
+    const { facts } = sampleLogs().find((log) => log.name === 'text-only') ?? { facts: [] };
+    const [first, , , ended] = facts as [Fact, Fact, Fact, Fact];
+    expect(ended).toMatchObject({ type: 'run.ended', seq: 4 });
+    const late = {
+      ...ended,
+      id: 'late_steering',
+      type: 'steering.received',
+      messageId: 'message_late',
+      text: 'and one more thing',
+    } as unknown as Fact;
+    const runId = first.runId;
+    for (const log of [
+      [...facts.slice(0, 3), { ...late, seq: 4 }],
+      [...facts.slice(0, 4), { ...late, seq: 5 }],
+    ]) {
+      const error = (() => {
+        try {
+          foldRun(log, runId);
+        } catch (caught) {
+          return caught;
+        }
+      })();
+      expect(ReplayDivergenceError.isInstance(error)).toBe(true);
+      expect(error).toMatchObject({ seq: log.at(-1)?.seq, replayed: 'terminal' });
+      expect((error as Error).message).toContain(
+        '(steering.received) comes after the run reached terminal and ended',
+      );
+    }
+  });
+
+  it('raises ReplayDivergenceError for a fact the machine does not take in its state', () => {
+    const { facts } = sampleLogs().find((log) => log.name === 'retry-429') ?? { facts: [] };
+    const due = facts.find((fact) => fact.type === 'retry.due') as FactOf<'retry.due'>;
+    // A retry.due for an attempt the machine did not schedule is not a transition of backingOff.
+    const tampered = facts.map((fact) =>
+      fact.seq === due.seq ? { ...due, attempt: 7, state: 'requesting.backingOff' } : fact,
+    );
+    expect(() => foldRun(tampered, due.runId)).toThrowError(
+      `fact seq ${due.seq} (retry.due) is not a fact the turn machine takes in requesting.backingOff`,
+    );
+  });
+
   it('raises ReplayDivergenceError naming the seq whose recorded state disagrees', () => {
     const { facts } = sampleLogs().find((log) => log.name === 'multi-tool') ?? { facts: [] };
     const tampered = facts.map((fact) =>

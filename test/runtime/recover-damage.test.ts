@@ -1,0 +1,287 @@
+import {
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { scriptedModel } from '../../adapters/scripted-model.ts';
+import type { Fact, FactOf } from '../../events/facts.ts';
+import { sequentialIds } from '../../events/ids.ts';
+import type { RecoveredRun } from '../../runtime.ts';
+import { DamagedSessionError } from '../../runtime-errors.ts';
+import type { EventStore, StoreFinding } from '../../store/event-store.ts';
+import { lowdbStore } from '../../store/lowdb-store.ts';
+import { memoryStore } from '../../store/memory-store.ts';
+import { sampleLogs } from '../helpers/sample-logs.ts';
+import { addTool, isFactOf, testRuntime, until } from './runtime-helpers.ts';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A store folder with one segment file per fact, so a damaged fact is never in the tail. */
+function storeDir() {
+  const dir = mkdtempSync(path.join(tmpdir(), 'turnlog-damage-'));
+  dirs.push(dir);
+  const open = () => lowdbStore({ dir, segmentSize: 1 });
+  const segment = (sessionId: string, seq: number) =>
+    path.join(dir, 'sessions', sessionId, `${String(seq - 1).padStart(6, '0')}.json`);
+  const files = (sessionId: string) =>
+    readdirSync(path.join(dir, 'sessions', sessionId)).map((name) =>
+      readFileSync(path.join(dir, 'sessions', sessionId, name), 'utf8'),
+    );
+  /** Rewrites the stored fact `seq` of a session, as a hand edit or an older turnlog would have. */
+  const editFact = (
+    sessionId: string,
+    seq: number,
+    edit: (fact: Record<string, unknown>) => void,
+  ) => {
+    const file = segment(sessionId, seq);
+    const document = JSON.parse(readFileSync(file, 'utf8')) as { facts: Record<string, unknown>[] };
+    edit(document.facts[0] as Record<string, unknown>);
+    writeFileSync(file, JSON.stringify(document));
+  };
+  return { open, segment, files, editFact };
+}
+
+// Runtimes before and after a restart share one log: their ids must not repeat.
+let generateId = sequentialIds();
+afterEach(() => {
+  generateId = sequentialIds();
+});
+
+/** Parks one run per session on an `ask` (4 facts each), then closes the runtime. */
+async function parkSessions(store: EventStore, sessionIds: string[]) {
+  const { tool } = addTool('ask');
+  const runtime = testRuntime(store, {
+    generateId,
+    model: scriptedModel(
+      sessionIds.map(() => ({ toolCalls: [{ name: 'add', input: { a: 1, b: 2 } }] })),
+    ),
+    tools: { add: tool },
+  });
+  const runIds: string[] = [];
+  for (const sessionId of sessionIds) {
+    const turn = await runtime.send({ sessionId, text: 'add' });
+    await until(turn, isFactOf('tool.permission.requested'));
+    runIds.push(turn.runId);
+  }
+  await runtime.close();
+  return runIds;
+}
+
+function restarted(store: EventStore) {
+  const { tool, executions } = addTool('ask');
+  const runtime = testRuntime(store, {
+    generateId,
+    model: scriptedModel([{ text: 'Three.' }]),
+    tools: { add: tool },
+  });
+  return { runtime, executions };
+}
+
+const bySession = (reports: RecoveredRun[], sessionId: string) =>
+  reports.filter((report) => report.sessionId === sessionId);
+
+describe('runtime.recover() keeps damage where it is', () => {
+  it('reports a session whose stored step.completed lacks toolCalls as damaged; the other resumes', async () => {
+    const files = storeDir();
+    const [brokenRun] = await parkSessions(files.open(), ['broken', 'fine']);
+    files.editFact('broken', 3, (fact) => {
+      delete fact.toolCalls;
+    });
+    const before = files.files('broken');
+
+    const { runtime } = restarted(files.open());
+    const reports = await runtime.recover();
+    expect(bySession(reports, 'broken')).toEqual([
+      {
+        sessionId: 'broken',
+        runId: brokenRun,
+        interruptedIn: undefined,
+        status: 'damaged',
+        damage: [
+          expect.stringContaining('step.completed field toolCalls is missing (expected array)'),
+        ],
+        findings: [],
+      },
+    ]);
+    expect((bySession(reports, 'broken')[0] as { damage: string[] }).damage[0]).toContain(
+      `${files.segment('broken', 3)} is not a valid segment: the entry for seq 3`,
+    );
+    expect(bySession(reports, 'fine')).toMatchObject([{ status: 'parked' }]);
+    const [pending] = await runtime.pending('fine');
+    await runtime.decide({ sessionId: 'fine', callId: pending?.callId ?? '', decision: 'allow' });
+    const fine = bySession(reports, 'fine')[0];
+    expect(fine?.status === 'parked' && (await fine.turn.done)).toMatchObject({ text: 'Three.' });
+
+    for (const call of [
+      () => runtime.decide({ sessionId: 'broken', callId: 'call_1', decision: 'allow' }),
+      () => runtime.steer({ sessionId: 'broken', text: 'more' }),
+      () => runtime.stop({ sessionId: 'broken' }),
+    ]) {
+      const error = await call().catch((caught: unknown) => caught);
+      expect(DamagedSessionError.isInstance(error)).toBe(true);
+      expect(error).toMatchObject({ sessionId: 'broken' });
+      expect((error as Error).message).toMatch(
+        /^Session broken cannot be resumed: its log is damaged \(.*toolCalls is missing.*\)\. Nothing was written/,
+      );
+    }
+    await runtime.close();
+    expect(files.files('broken')).toEqual(before);
+  });
+
+  it('reports a session whose segment file is not valid JSON as damaged; the other resumes', async () => {
+    const files = storeDir();
+    await parkSessions(files.open(), ['fine', 'torn']);
+    const file = files.segment('torn', 2);
+    truncateSync(file, 20);
+
+    const { runtime } = restarted(files.open());
+    const reports = await runtime.recover();
+    expect(bySession(reports, 'torn')).toMatchObject([
+      { status: 'damaged', damage: [expect.stringContaining(`${file} is not valid JSON`)] },
+    ]);
+    expect(bySession(reports, 'fine')).toMatchObject([{ status: 'parked' }]);
+    await expect(runtime.stop({ sessionId: 'torn' })).rejects.toSatisfy(
+      DamagedSessionError.isInstance,
+    );
+    await runtime.close();
+  });
+
+  it('reports a decision reason an older turnlog recorded as a number as damaged, on every restart, writing nothing', async () => {
+    const files = storeDir();
+    const store = files.open();
+    await parkSessions(store, ['old']);
+    // What an older turnlog wrote after decide({ reason: 42 }): the decision, then a restart's
+    // run.recovered (each restart crashed on the reason and appended another).
+    const reopened = files.open();
+    const [, , , asked] = (await reopened.read('old')) as [
+      Fact,
+      Fact,
+      Fact,
+      FactOf<'tool.permission.requested'>,
+    ];
+    const envelope = { at: asked.at, sessionId: 'old', turnId: asked.turnId, runId: asked.runId };
+    await reopened.append('old', [
+      {
+        ...envelope,
+        id: 'decided',
+        type: 'tool.permission.decided',
+        state: 'settlingTools.running',
+        callId: asked.callId,
+        decision: 'deny',
+        inputHash: asked.inputHash,
+        by: 'user',
+        reason: 'placeholder',
+      },
+      {
+        ...envelope,
+        id: 'recovered',
+        type: 'run.recovered',
+        state: 'settlingTools.running',
+        interrupted: 'settlingTools.running',
+        indeterminate: [],
+      },
+    ]);
+    await reopened.close();
+    files.editFact('old', 5, (fact) => {
+      fact.reason = 42;
+    });
+    const before = files.files('old');
+
+    for (let restart = 1; restart <= 2; restart += 1) {
+      const { runtime, executions } = restarted(files.open());
+      expect(await runtime.recover()).toMatchObject([
+        {
+          sessionId: 'old',
+          runId: asked.runId,
+          status: 'damaged',
+          damage: [
+            expect.stringContaining('tool.permission.decided field reason must be string, not 42'),
+          ],
+        },
+      ]);
+      expect(executions).toEqual([]);
+      await runtime.close();
+      expect(files.files('old')).toEqual(before);
+    }
+  });
+
+  it('reports every session the store found unreadable as damaged, with its findings', async () => {
+    const { facts } = sampleLogs().find((log) => log.name === 'permission') ?? { facts: [] };
+    const parked = facts.slice(0, 4);
+    const inner = memoryStore({ facts: parked });
+    const finding: StoreFinding = {
+      sessionId: 'lost',
+      kind: 'unreadable',
+      file: '/data/.turnlog/sessions/lost/000003.json',
+      line: undefined,
+      message:
+        'lowdbStore: /data/.turnlog/sessions/lost/000003.json is not valid JSON (position 12)',
+    };
+    const store: EventStore = { ...bind(inner), findings: async () => [finding] };
+    const { runtime } = restarted(store);
+    const reports = await runtime.recover();
+    expect(reports).toMatchObject([
+      {
+        sessionId: 'lost',
+        runId: undefined,
+        interruptedIn: undefined,
+        status: 'damaged',
+        damage: [finding.message],
+        findings: [finding],
+      },
+      { sessionId: parked[0]?.sessionId, status: 'parked' },
+    ]);
+    await runtime.close();
+  });
+
+  it('names the damage of a run whose facts break the log rules when decided, steered or stopped', async () => {
+    const { facts } = sampleLogs().find((log) => log.name === 'interrupted-tool') ?? { facts: [] };
+    const last = facts.at(-1) as FactOf<'tool.started'>;
+    const { input: _input, inputHash: _inputHash, ...envelope } = last;
+    const ghost = {
+      ...envelope,
+      id: 'ghost_1',
+      seq: last.seq + 1,
+      type: 'tool.settled',
+      callId: 'ghost',
+      name: 'x',
+      outcome: 'success',
+      text: 'boo',
+      truncated: false,
+    } as Fact;
+    const store = memoryStore({ facts: [...facts, ghost] });
+    const { runtime } = restarted(store);
+    const error = await runtime
+      .steer({ sessionId: last.sessionId, text: 'hello?' })
+      .catch((caught: unknown) => caught);
+    expect(DamagedSessionError.isInstance(error)).toBe(true);
+    expect(error).toMatchObject({ runId: last.runId, damage: [expect.stringContaining('ghost')] });
+    expect(await runtime.facts(last.sessionId)).toEqual([...facts, ghost]);
+    await runtime.close();
+  });
+});
+
+/** The store's methods bound to it, so they can be spread into a wrapper. */
+function bind(store: EventStore): EventStore {
+  return {
+    append: store.append.bind(store),
+    read: store.read.bind(store),
+    subscribe: store.subscribe.bind(store),
+    openRuns: store.openRuns.bind(store),
+    findings: store.findings.bind(store),
+    sessions: store.sessions.bind(store),
+    savePartial: store.savePartial.bind(store),
+    loadPartial: store.loadPartial.bind(store),
+    clearPartial: store.clearPartial.bind(store),
+    close: store.close.bind(store),
+  };
+}
