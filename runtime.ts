@@ -1,13 +1,14 @@
 import type { InspectionEvent, Observer } from 'xstate';
 import { type AiSdkLanguageModel, aiSdkAdapter } from './adapters/ai-sdk-adapter.ts';
 import type { ModelAdapter } from './adapters/model-adapter.ts';
-import type { Fact, PermissionDecision, RunLimits } from './events/facts.ts';
+import type { Fact, FactDraft, PermissionDecision, RunLimits } from './events/facts.ts';
 import { createIdGenerator, type IdGenerator } from './events/ids.ts';
 import type { ModelMessage } from './events/messages.ts';
 import { projectHistory } from './events/project-history.ts';
 import { type PendingDecision, projectTurn } from './events/project-turn.ts';
 import { TurnlogError } from './events/turnlog-error.ts';
 import { createLiveRuns, type RecoveredRun, unfinishedRun } from './machines/live-runs.ts';
+import type { RunDriver } from './machines/run-driver.ts';
 import type { TurnHandle } from './machines/turn-channel.ts';
 import {
   InvalidArgumentError,
@@ -126,6 +127,26 @@ export function createRuntime(options: RuntimeOptions) {
     return driver;
   }
 
+  /**
+   * Commits what a caller sent into the session's live run. A run that ended, or is stopping,
+   * before the fact could be taken throws `NoActiveRunError`: a steer, decision or stop queued
+   * behind the run's last step never resolves as if it was delivered when it was dropped.
+   */
+  async function deliver(
+    driver: RunDriver,
+    draft: FactDraft,
+    operation: 'decide' | 'steer' | 'stop',
+    sessionId: string,
+  ): Promise<void> {
+    if (await driver.commit(draft)) return;
+    // A stop while the run is already stopping: the first one is in effect.
+    if (operation === 'stop' && driver.snapshot()?.status === 'active') return;
+    throw new NoActiveRunError({
+      message: `runtime.${operation}(): run ${driver.runId} of session ${sessionId} ended (or is stopping) before this ${operation} could be recorded; nothing was recorded. Start a new run with runtime.send().`,
+      sessionId,
+    });
+  }
+
   return {
     /** Starts a run for a user message. Throws `SessionBusyError` while the session's last run is unfinished (steer instead). */
     async send(input: { sessionId: string; text: string }): Promise<TurnHandle> {
@@ -176,14 +197,15 @@ export function createRuntime(options: RuntimeOptions) {
           decision: { ...input, callId },
         });
         if (checked.status === 'no-op') return;
-        await driver.commit({
+        const draft: FactDraft = {
           type: 'tool.permission.decided',
           callId,
           decision: input.decision,
           inputHash: checked.inputHash,
           by: 'user',
           ...(input.reason === undefined ? {} : { reason: input.reason }),
-        });
+        };
+        await deliver(driver, draft, 'decide', sessionId);
       });
     },
 
@@ -192,11 +214,12 @@ export function createRuntime(options: RuntimeOptions) {
       const sessionId = requireText(input?.sessionId, 'sessionId');
       const text = requireText(input?.text, 'text');
       return withSession(sessionId, async () => {
-        await (await activeRun(sessionId, 'steer')).commit({
+        const draft: FactDraft = {
           type: 'steering.received',
           messageId: generateId('message'),
           text,
-        });
+        };
+        await deliver(await activeRun(sessionId, 'steer'), draft, 'steer', sessionId);
       });
     },
 
@@ -204,10 +227,11 @@ export function createRuntime(options: RuntimeOptions) {
     async stop(input: { sessionId: string; reason?: string }): Promise<void> {
       const sessionId = requireText(input?.sessionId, 'sessionId');
       return withSession(sessionId, async () => {
-        await (await activeRun(sessionId, 'stop')).commit({
+        const draft: FactDraft = {
           type: 'run.stop.requested',
           reason: input.reason ?? 'stopped by the user',
-        });
+        };
+        await deliver(await activeRun(sessionId, 'stop'), draft, 'stop', sessionId);
       });
     },
 
