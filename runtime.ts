@@ -8,6 +8,7 @@ import { projectHistory } from './events/project-history.ts';
 import { type PendingDecision, projectTurn } from './events/project-turn.ts';
 import { TurnlogError } from './events/turnlog-error.ts';
 import { createLiveRuns, type RecoveredRun, unfinishedRun } from './machines/live-runs.ts';
+import { defaultMaxRetryAfterMs } from './machines/retry-timer-actor.ts';
 import type { RunDriver } from './machines/run-driver.ts';
 import type { TurnHandle } from './machines/turn-channel.ts';
 import {
@@ -37,6 +38,7 @@ export const defaultLimits: RunLimits = {
   stopGraceMs: 5_000,
   // Generous: a reasoning model may think for minutes before its first part.
   streamIdleMs: 600_000,
+  maxRetryAfterMs: defaultMaxRetryAfterMs,
 };
 
 export interface RuntimeOptions {
@@ -361,7 +363,7 @@ function resolveLimits(overrides: Partial<RunLimits> = {}): RunLimits {
     const optional =
       key === 'maxOutputTokens' || key === 'contextWindowTokens' || key === 'streamIdleMs';
     if (value === undefined && optional) continue;
-    const allowsZero = key === 'stopGraceMs';
+    const allowsZero = key === 'stopGraceMs' || key === 'maxRetryAfterMs';
     if (typeof value !== 'number' || !Number.isInteger(value) || value < (allowsZero ? 0 : 1)) {
       throw new InvalidArgumentError({
         message: `limits.${key} must be ${allowsZero ? 'a non-negative' : 'a positive'} integer${optional ? ' or undefined' : ''} (got ${JSON.stringify(value)}).`,

@@ -1,6 +1,7 @@
 import type { ModelStepEvent } from '../adapters/model-adapter.ts';
 import type { ProviderStepInput } from './actor-inputs.ts';
 import { buildRequest, preparedKey } from './prepare-step-actor.ts';
+import { limitRetryAfter } from './retry-timer-actor.ts';
 import { fromTask, type ServicesOf } from './run-services.ts';
 
 /** How long streamed output may wait before the partial snapshot slot is rewritten. */
@@ -51,7 +52,7 @@ export function providerStepActor(servicesOf: ServicesOf) {
     } finally {
       if (flushTimer !== undefined) clearTimeout(flushTimer);
     }
-    const completion = await step.completion;
+    const completion = limitRetryAfter(await step.completion, services.limits);
     if (signal.aborted) return;
     await services.commit({ ...completion, stepId });
     if (saving !== undefined) {

@@ -227,6 +227,63 @@ describe('quota, stop during the backoff and Retry-After dates through openai-re
     await runtime.close();
   });
 
+  it('a Retry-After of 3 hours fails the step as rate limited, saying how long, instead of parking the run', async () => {
+    const { runtime, fake } = faultRuntime(profile, [
+      openaiError(
+        429,
+        { message: 'Rate limit reached for requests', type: 'requests' },
+        {
+          'retry-after': '10800',
+        },
+      ),
+    ]);
+    const turn = await runtime.send({ sessionId: 's1', text: 'go' });
+
+    const result = await turn.done;
+    const facts = await runtime.facts('s1');
+    expect(trace(facts)).toEqual([
+      'run.started',
+      'step.started step_1 attempt 1',
+      'step.failed step_1 rate_limit, final, before output, status 429, retry after 10800000 ms',
+      'run.ended failed provider_error',
+    ]);
+    const failed = facts.find((fact) => fact.type === 'step.failed');
+    expect(failed?.error.message).toBe(
+      'The provider asked to wait 3 h (10800000 ms) before retrying (Retry-After), longer than limits.maxRetryAfterMs (5 min (300000 ms)), so the step was not retried; try again later or raise the limit. The provider said: Rate limit reached for requests',
+    );
+    expect(result).toMatchObject({
+      status: 'failed',
+      reason: 'provider_error',
+      error: { message: failed?.error.message },
+    });
+    expect(vi.getTimerCount()).toBe(0);
+    expect(fake.requests).toHaveLength(1);
+    await runtime.close();
+  });
+
+  it('limits.maxRetryAfterMs sets the longest wait: 2 s over a limit of 1 s fails, under 3 s retries', async () => {
+    const over = faultRuntime(profile, [profile.httpError(429, { retryAfterSeconds: 2 })], {
+      maxRetryAfterMs: 1_000,
+    });
+    const failed = await over.runtime.send({ sessionId: 's1', text: 'go' });
+    expect(await failed.done).toMatchObject({ status: 'failed', reason: 'provider_error' });
+    expect(trace(await over.runtime.facts('s1'))[2]).toBe(
+      'step.failed step_1 rate_limit, final, before output, status 429, retry after 2000 ms',
+    );
+    expect(over.fake.requests).toHaveLength(1);
+    await over.runtime.close();
+
+    const under = faultRuntime(
+      profile,
+      [profile.httpError(429, { retryAfterSeconds: 2 }), serve(profile.text)],
+      { maxRetryAfterMs: 3_000 },
+    );
+    const retried = await under.runtime.send({ sessionId: 's1', text: 'go' });
+    expect(await finishWithFakeTimers(retried)).toMatchObject({ status: 'completed' });
+    expect(under.fake.requests).toHaveLength(2);
+    await under.runtime.close();
+  });
+
   it("reads a Retry-After HTTP date against the runtime's clock (now), not the machine's", async () => {
     const clock = Date.UTC(2026, 10, 1, 12, 0, 0);
     const fake = createFakeFetch([

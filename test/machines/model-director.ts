@@ -183,6 +183,8 @@ function startProcess(
       maxAttempts: 2,
       toolOutputChars: 1_000,
       stopGraceMs: 1_000,
+      // A stop or a crash during the backoff needs a Retry-After that keeps the run waiting.
+      maxRetryAfterMs: 600_000,
       ...(window ? { contextWindowTokens: 1 } : {}),
     },
   });
