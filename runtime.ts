@@ -11,12 +11,8 @@ import { createLiveRuns, type RecoveredRun, unfinishedRun } from './machines/liv
 import { defaultMaxRetryAfterMs } from './machines/retry-timer-actor.ts';
 import type { RunDriver } from './machines/run-driver.ts';
 import type { TurnHandle } from './machines/turn-channel.ts';
-import {
-  InvalidArgumentError,
-  NoActiveRunError,
-  RuntimeClosedError,
-  SessionBusyError,
-} from './runtime-errors.ts';
+import { checkMethodArgument, checkRuntimeOptions, checkSessionId } from './runtime-arguments.ts';
+import { NoActiveRunError, RuntimeClosedError, SessionBusyError } from './runtime-errors.ts';
 import type { EventStore } from './store/event-store.ts';
 import { lowdbStore } from './store/lowdb-store.ts';
 import { toModelToolDefinitions } from './tools/define-tool.ts';
@@ -73,6 +69,7 @@ export type { RecoveredRun };
  * console.log((await turn.done).status); // 'completed'
  */
 export function createRuntime(options: RuntimeOptions) {
+  checkRuntimeOptions(options);
   const now = options.now ?? Date.now;
   const adapter = toAdapter(options.model, now);
   const tools = options.tools ?? {};
@@ -82,7 +79,7 @@ export function createRuntime(options: RuntimeOptions) {
     ...(options.policy ? { policy: options.policy } : {}),
   });
   const store = options.store ?? lowdbStore({ dir: '.turnlog' });
-  const limits = resolveLimits(options.limits);
+  const limits = { ...defaultLimits, ...options.limits };
   const generateId = options.generateId ?? createIdGenerator({ now });
   const locks = new Map<string, Promise<unknown>>();
   let closed = false;
@@ -152,8 +149,7 @@ export function createRuntime(options: RuntimeOptions) {
   return {
     /** Starts a run for a user message. Throws `SessionBusyError` while the session's last run is unfinished (steer instead). */
     async send(input: { sessionId: string; text: string }): Promise<TurnHandle> {
-      const sessionId = requireText(input?.sessionId, 'sessionId');
-      const text = requireText(input?.text, 'text');
+      const { sessionId, text } = checkMethodArgument('send', input);
       return withSession(sessionId, async () => {
         const facts = await runs.facts(sessionId);
         const open = unfinishedRun(facts);
@@ -185,8 +181,10 @@ export function createRuntime(options: RuntimeOptions) {
       reason?: string;
       inputHash?: string;
     }): Promise<void> {
-      const sessionId = requireText(input?.sessionId, 'sessionId');
-      const callId = requireText(input?.callId, 'callId');
+      const { sessionId, callId, decision, reason, inputHash } = checkMethodArgument(
+        'decide',
+        input,
+      );
       return withSession(sessionId, async () => {
         const driver = await activeRun(sessionId, 'decide');
         const view = projectTurn(driver.facts).runs.at(-1);
@@ -196,16 +194,16 @@ export function createRuntime(options: RuntimeOptions) {
         const checked = validateDecision({
           pending: view?.pending ?? [],
           decided,
-          decision: { ...input, callId },
+          decision: { callId, decision, reason, inputHash },
         });
         if (checked.status === 'no-op') return;
         const draft: FactDraft = {
           type: 'tool.permission.decided',
           callId,
-          decision: input.decision,
+          decision,
           inputHash: checked.inputHash,
           by: 'user',
-          ...(input.reason === undefined ? {} : { reason: input.reason }),
+          ...(reason === undefined ? {} : { reason }),
         };
         await deliver(driver, draft, 'decide', sessionId);
       });
@@ -213,8 +211,7 @@ export function createRuntime(options: RuntimeOptions) {
 
     /** Adds a user message to the session's unfinished run; the model sees it in its next request. */
     async steer(input: { sessionId: string; text: string }): Promise<void> {
-      const sessionId = requireText(input?.sessionId, 'sessionId');
-      const text = requireText(input?.text, 'text');
+      const { sessionId, text } = checkMethodArgument('steer', input);
       return withSession(sessionId, async () => {
         const draft: FactDraft = {
           type: 'steering.received',
@@ -227,11 +224,11 @@ export function createRuntime(options: RuntimeOptions) {
 
     /** Stops the session's unfinished run; it ends `aborted` (I10). Resolves once the stop is durable. */
     async stop(input: { sessionId: string; reason?: string }): Promise<void> {
-      const sessionId = requireText(input?.sessionId, 'sessionId');
+      const { sessionId, reason } = checkMethodArgument('stop', input);
       return withSession(sessionId, async () => {
         const draft: FactDraft = {
           type: 'run.stop.requested',
-          reason: input.reason ?? 'stopped by the user',
+          reason: reason ?? 'stopped by the user',
         };
         await deliver(await activeRun(sessionId, 'stop'), draft, 'stop', sessionId);
       });
@@ -239,18 +236,18 @@ export function createRuntime(options: RuntimeOptions) {
 
     /** The decisions a person owes in this session. */
     async pending(sessionId: string): Promise<PendingDecision[]> {
-      return projectTurn(await runs.facts(requireText(sessionId, 'sessionId'))).pending;
+      return projectTurn(await runs.facts(checkSessionId(sessionId, 'pending'))).pending;
     },
 
     /** The messages the model would see next, projected from the log. */
     async history(sessionId: string): Promise<ModelMessage[]> {
-      const facts = await runs.facts(requireText(sessionId, 'sessionId'));
+      const facts = await runs.facts(checkSessionId(sessionId, 'history'));
       return projectHistory([...facts], { provider: adapter.provider });
     },
 
     /** The session's durable log. */
     async facts(sessionId: string): Promise<Fact[]> {
-      return store.read(requireText(sessionId, 'sessionId'));
+      return store.read(checkSessionId(sessionId, 'facts'));
     },
 
     /**
@@ -331,16 +328,6 @@ export function createRuntime(options: RuntimeOptions) {
 
 export type Runtime = ReturnType<typeof createRuntime>;
 
-function requireText(value: unknown, argument: string): string {
-  if (typeof value !== 'string' || value.trim() === '') {
-    throw new InvalidArgumentError({
-      message: `${argument} must be a non-empty string (got ${JSON.stringify(value)}).`,
-      argument,
-    });
-  }
-  return value;
-}
-
 function toAdapter(model: RuntimeOptions['model'], now: () => number): ModelAdapter {
   if (
     typeof model === 'object' &&
@@ -353,30 +340,4 @@ function toAdapter(model: RuntimeOptions['model'], now: () => number): ModelAdap
   }
   // The runtime's clock reads Retry-After dates too: the delay lands in step.failed.
   return aiSdkAdapter(model as AiSdkLanguageModel, { now });
-}
-
-const minToolOutputChars = 500;
-
-function resolveLimits(overrides: Partial<RunLimits> = {}): RunLimits {
-  const limits = { ...defaultLimits, ...overrides };
-  for (const [key, value] of Object.entries(limits)) {
-    const optional =
-      key === 'maxOutputTokens' || key === 'contextWindowTokens' || key === 'streamIdleMs';
-    if (value === undefined && optional) continue;
-    const allowsZero = key === 'stopGraceMs' || key === 'maxRetryAfterMs';
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < (allowsZero ? 0 : 1)) {
-      throw new InvalidArgumentError({
-        message: `limits.${key} must be ${allowsZero ? 'a non-negative' : 'a positive'} integer${optional ? ' or undefined' : ''} (got ${JSON.stringify(value)}).`,
-        argument: `limits.${key}`,
-      });
-    }
-    // The truncation marker alone takes about 150 characters: a smaller limit cannot hold it.
-    if (key === 'toolOutputChars' && value < minToolOutputChars) {
-      throw new InvalidArgumentError({
-        message: `limits.toolOutputChars must be at least ${minToolOutputChars} (got ${value}): the model must see what was cut.`,
-        argument: 'limits.toolOutputChars',
-      });
-    }
-  }
-  return limits;
 }

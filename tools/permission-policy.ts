@@ -15,12 +15,6 @@ import type {
 } from './tool.ts';
 
 const verdicts: readonly string[] = ['allow', 'ask', 'deny'] satisfies PermissionVerdict[];
-const decisions: readonly string[] = [
-  'allow',
-  'deny',
-  'report-unknown',
-  'abort',
-] satisfies PermissionDecision[];
 
 /**
  * The permission of one validated call: the tool's own `permission` (a verdict or a function
@@ -116,12 +110,6 @@ export function validateDecision({
   decision: DecisionRequest;
 }): DecisionValidation {
   const { callId } = decision;
-  if (!decisions.includes(decision.decision)) {
-    throw new InvalidDecisionError({
-      message: `Decision ${safeJson(decision.decision)} for call "${callId}" is not one of 'allow', 'deny', 'report-unknown', 'abort'`,
-      callId,
-    });
-  }
   const open = pending.find((candidate) => candidate.callId === callId);
   if (open === undefined) {
     const previous = decided.findLast((candidate) => candidate.callId === callId);
@@ -209,7 +197,7 @@ export class DecisionMismatchError extends TurnlogError {
   }
 }
 
-/** A decision that does not fit the pending call (or is not a decision at all). */
+/** A decision that does not fit the pending call. */
 export class InvalidDecisionError extends TurnlogError {
   static isInstance = isTurnlogErrorNamed<InvalidDecisionError>('InvalidDecisionError');
   readonly callId: string;
