@@ -24,7 +24,12 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
   const whole = (min: number) => (strict ? z.number().int().min(min) : z.number());
   const nonEmpty = strict ? z.string().min(1) : z.string();
 
-  const providerOptions = z.record(z.string(), z.record(z.string(), jsonValue));
+  // Opaque provider data, replayed to the provider as it was: a read checks its two levels
+  // (provider → options object), an append every value in them.
+  const providerOptions = z.record(
+    z.string(),
+    strict ? z.record(z.string(), jsonValue) : jsonObject,
+  );
 
   const finishReason = object({
     unified: z.enum([
@@ -280,6 +285,11 @@ function unknownable<TSchema extends z.ZodType>(schema: TSchema) {
 const jsonValue = z.custom<JsonValue>((value) => value !== undefined, {
   message: 'must be a JSON value',
 });
+
+const jsonObject = z.custom<{ [key: string]: JsonValue }>(
+  (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+  { message: 'must be a JSON object' },
+);
 
 // Token counts, durations and delays are measured by providers and clocks: any finite number
 // (a budget is negative for a tiny window; a clock can step back).
