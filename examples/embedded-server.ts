@@ -8,7 +8,7 @@
 //   POST /sessions/:id/stop       { reason? }                    → 200 { stopped }
 //   GET  /sessions/:id/facts                                     → 200 [fact, …]
 //   GET  /sessions/:id/pending                                   → 200 [decision, …]
-// Errors are JSON { error, message }: 400 bad input, 404 no such run or decision, 409 busy or
+// Errors are JSON { error, message }: 400 bad input, 404 no such run or decision, 409 busy, damaged or
 // already decided. Offline with a scripted model unless OPENAI_API_KEY or
 // GOOGLE_GENERATIVE_AI_API_KEY is set; the log goes to .turnlog/embedded-server/ (under
 // TURNLOG_DIR if set). Ctrl-C or SIGTERM shuts it down; unfinished runs resume on the next start.
@@ -25,6 +25,7 @@ const statusOfError: Record<string, number> = {
   NoActiveRunError: 404,
   UnknownDecisionError: 404,
   SessionBusyError: 409,
+  DamagedSessionError: 409,
   DecisionConflictError: 409,
   DecisionMismatchError: 409,
   RuntimeClosedError: 503,
