@@ -137,3 +137,4 @@ export {
   ToolSchemaConversionError,
   WorkspaceRootError,
 } from './tools/tool-errors.ts';
+export type { ToolsOption } from './tools/tool-set-source.ts';
