@@ -60,7 +60,7 @@ export interface McpClient {
 export interface McpWatchableClient extends McpClient {
   setNotificationHandler(
     schema: object,
-    handler: (notification: never) => void | Promise<void>,
+    handler: (notification: unknown) => void | Promise<void>,
   ): void;
   removeNotificationHandler(method: string): void;
 }
