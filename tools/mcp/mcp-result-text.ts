@@ -6,7 +6,8 @@ import type { McpCallToolResult } from './mcp-client.ts';
  * text as it is; an embedded text resource as a header line and its text; images, audio and
  * binary resources summarized in one bracketed line (their type and size), never dropped;
  * resource links as their URI, name and description; then the structured content as JSON,
- * unless a text block already holds the same JSON. `undefined` when the result holds nothing.
+ * unless the text already says all of it (see `alreadySaid`). `undefined` when the result holds
+ * nothing.
  * Truncation to `toolOutputChars` is the tool runtime's.
  *
  * @example
@@ -20,14 +21,34 @@ export function mcpResultText(result: McpCallToolResult): string | undefined {
     parts.push(json(result.toolResult));
   }
   const structured = result.structuredContent;
-  if (structured !== undefined && structured !== null) {
-    const text = canonicalJson(structured);
-    const repeated = content.some(
-      (block) => isRecord(block) && block.type === 'text' && sameJson(block.text, text),
-    );
-    if (!repeated) parts.push(json(structured));
+  if (structured !== undefined && structured !== null && !alreadySaid(structured, content)) {
+    parts.push(json(structured));
   }
   return parts.length === 0 ? undefined : parts.join('\n');
+}
+
+/**
+ * True when the text blocks already say everything the structured content holds: a block with
+ * the same JSON (what the spec asks servers to send), or every value of it being a string found
+ * in the text (servers that wrap their text as `{ content: text }`, like the filesystem server).
+ */
+function alreadySaid(structured: unknown, content: unknown[]): boolean {
+  const texts = content.flatMap((block) =>
+    isRecord(block) && block.type === 'text' && typeof block.text === 'string' ? [block.text] : [],
+  );
+  if (texts.length === 0) return false;
+  const canonical = canonicalJson(structured);
+  if (texts.some((text) => sameJson(text, canonical))) return true;
+  const values = leaves(structured);
+  const all = texts.join('\n');
+  return values.every((value) => typeof value === 'string' && all.includes(value));
+}
+
+/** Every value in a JSON value that is not an object or an array. */
+function leaves(value: unknown): unknown[] {
+  if (Array.isArray(value)) return value.flatMap(leaves);
+  if (isRecord(value)) return Object.values(value).flatMap(leaves);
+  return [value];
 }
 
 function describeBlock(block: unknown): string {

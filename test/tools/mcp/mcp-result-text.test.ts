@@ -21,6 +21,28 @@ describe('mcpResultText', () => {
     );
   });
 
+  it('leaves out structured content whose every value is a string the text already holds', () => {
+    const file = 'line 1\nline 2';
+    expect(
+      mcpResultText({
+        content: [{ type: 'text', text: file }],
+        structuredContent: { content: file },
+      }),
+    ).toBe(file);
+    expect(
+      mcpResultText({
+        content: [{ type: 'text', text: 'a and b' }],
+        structuredContent: { names: ['a', 'b'], count: 2 },
+      }),
+    ).toBe('a and b\n{"names":["a","b"],"count":2}');
+    expect(
+      mcpResultText({
+        content: [{ type: 'text', text: 'a' }],
+        structuredContent: { names: ['a', 'c'] },
+      }),
+    ).toBe('a\n{"names":["a","c"]}');
+  });
+
   it('summarizes what it cannot show instead of dropping it', () => {
     expect(
       mcpResultText({
