@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '../../runtime-errors.ts';
 import type { McpToolsOptions, McpWatchableClient } from './mcp-client.ts';
 import { type McpTool, mcpTools } from './mcp-tools.ts';
 
@@ -38,6 +39,20 @@ export async function watchMcpTools(
   client: McpWatchableClient,
   options: WatchMcpToolsOptions = {},
 ): Promise<McpToolWatch> {
+  for (const [name, value] of [
+    ['options', options],
+    ['options.onChange', options?.onChange],
+    ['options.onError', options?.onError],
+  ] as const) {
+    const expected = name === 'options' ? 'object' : 'function';
+    if (value === undefined && name !== 'options') continue;
+    if (typeof value !== expected || value === null) {
+      throw new InvalidArgumentError({
+        message: `watchMcpTools: ${name} must be ${name === 'options' ? 'an object' : 'a function'} (got ${value === null ? 'null' : typeof value})`,
+        argument: name,
+      });
+    }
+  }
   const { onChange, onError = warn, ...listOptions } = options;
   let tools = await mcpTools(client, listOptions);
   // The SDK is a peer dependency: the caller has it, since it has a connected client.

@@ -4,9 +4,10 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { hashJson } from '../../../events/json.ts';
+import { InvalidArgumentError } from '../../../runtime-errors.ts';
 import { toModelToolDefinitions } from '../../../tools/define-tool.ts';
 import type { McpTool } from '../../../tools/mcp/mcp-tools.ts';
-import { watchMcpTools } from '../../../tools/mcp/watch-mcp-tools.ts';
+import { type WatchMcpToolsOptions, watchMcpTools } from '../../../tools/mcp/watch-mcp-tools.ts';
 import { deferred } from '../../runtime/runtime-helpers.ts';
 import { ofType, receivedCalls, runTurn, settlements } from './mcp-run.ts';
 import { startTestServer } from './mcp-servers.ts';
@@ -94,6 +95,15 @@ describe('watchMcpTools', () => {
     expect(watch.tools).toBe(before);
     expect(Object.keys(before)).toEqual(['a']);
     watch.close();
+
+    const refused = (options: unknown) => watchMcpTools(client, options as WatchMcpToolsOptions);
+    await expect(refused(null)).rejects.toThrow(
+      'watchMcpTools: options must be an object (got null)',
+    );
+    await expect(refused({ onError: 'log' })).rejects.toSatisfy(InvalidArgumentError.isInstance);
+    await expect(refused({ onChange: 1 })).rejects.toThrow(
+      'watchMcpTools: options.onChange must be a function (got number)',
+    );
     await client.close();
   });
 });
