@@ -36,12 +36,13 @@ const connectionClosed = -32000;
  * (`notifications/cancelled`). A result with `isError` settles `error`; content becomes text.
  *
  * Throws `ToolDefinitionError` when two MCP names map to one tool name or a tool's schema cannot
- * validate, and `InvalidArgumentError` for bad options. The set is read once: for a server whose
- * tools change, see `watchMcpTools`.
+ * validate, `InvalidArgumentError` for bad options, and `McpToolsError` when ajv is missing or
+ * the listing never ends. The set is read once: for a server whose tools change, see
+ * `watchMcpTools`.
  *
  * @example
  * const client = new Client({ name: 'my-agent', version: '1.0.0' });
- * await client.connect(new StdioClientTransport({ command: 'npx', args: ['@modelcontextprotocol/server-filesystem', dir] }));
+ * await client.connect(new StdioClientTransport({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', dir] }));
  * const runtime = createRuntime({ model, tools: { ...(await mcpTools(client, { prefix: 'fs_' })), weather } });
  */
 export async function mcpTools(
