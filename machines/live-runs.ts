@@ -179,6 +179,8 @@ export function createLiveRuns(options: LiveRunsOptions) {
 
     /** Starts a new run with its `run.started`. */
     async start(ids: RunIds, facts: Fact[], draft: Parameters<RunDriver['begin']>[0]) {
+      // Read (and pin) the run's tools first: a tools function that throws leaves nothing behind.
+      options.tools.forRun(ids.runId);
       const handle = newHandle(ids);
       await open(ids, facts, draft.limits).begin(draft);
       return handle;
@@ -230,6 +232,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
         throw error;
       }
       const ids = { sessionId, turnId: plan.turnId, runId };
+      options.tools.forRun(runId);
       const handle = newHandle(ids, folded.facts);
       const started = folded.facts[0];
       const driver = open(ids, facts, (started as Extract<Fact, { type: 'run.started' }>).limits);
