@@ -30,6 +30,15 @@ async function settleOne(tool: Tool, input: Record<string, unknown> = {}) {
   return { log, settled: log.ofType('tool.settled') };
 }
 
+/** Starts running one allowed call of `tool` with input `{}`; `running` settles it. */
+async function startAllowed(tool: Tool) {
+  const runtime = createToolRuntime({ tools: { api: tool } });
+  const log = createToolLog();
+  const call = provenCall('api', {});
+  const context = await log.completeStep('step_1', [call]);
+  return { log, running: runtime.run(call, allowDecision(hashJson({})), context) };
+}
+
 const unreadable: Array<[string, () => unknown, string]> = [
   [
     'throws',
@@ -106,14 +115,7 @@ describe('a tool whose secrets cannot be read fails closed', () => {
           started.resolve();
         }),
     });
-    const runtime = createToolRuntime({ tools: { api: tool } });
-    const log = createToolLog();
-    const call = provenCall('api', {});
-    const running = runtime.run(
-      call,
-      allowDecision(hashJson({})),
-      await log.completeStep('step_1', [call]),
-    );
+    const { log, running } = await startAllowed(tool);
     await started.promise;
     log.controller.abort('stop');
     await running;
@@ -136,14 +138,7 @@ describe('a tool whose secrets cannot be read fails closed', () => {
       },
       execute: () => new Promise(() => {}),
     });
-    const runtime = createToolRuntime({ tools: { api: tool } });
-    const log = createToolLog();
-    const call = provenCall('api', {});
-    const running = runtime.run(
-      call,
-      allowDecision(hashJson({})),
-      await log.completeStep('step_1', [call]),
-    );
+    const { log, running } = await startAllowed(tool);
     await vi.advanceTimersByTimeAsync(50);
     await running;
     expect(log.ofType('tool.settled')).toMatchObject([
@@ -195,18 +190,22 @@ describe("a schema's or a tool's error message is redacted before it is recorded
     ]);
   });
 
-  it("a schema's issue messages", async () => {
-    const tool = defineTool({
+  /** A tool whose schema's refinement message holds the key. */
+  const regionTool = (readSecrets: (input: { region: string }) => string[]) =>
+    defineTool({
       description: 'Needs a region',
       inputSchema: z.object({
         region: z.string().refine((region) => region === 'eu', {
           message: `the key ${apiKey} works in "eu" only`,
         }),
+        count: z.number(),
       }),
-      secrets,
+      secrets: readSecrets,
       execute: () => 'ok',
     });
-    const { settled } = await settleOne(tool, { region: 'us' });
+
+  it("a schema's issue messages", async () => {
+    const { settled } = await settleOne(regionTool(secrets), { region: 'us', count: 1 });
     expect(settled).toMatchObject([
       {
         outcome: 'invalid',
@@ -216,17 +215,7 @@ describe("a schema's or a tool's error message is redacted before it is recorded
   });
 
   it("withholds a schema's messages when the secrets cannot be read, naming the fields", async () => {
-    const tool = defineTool({
-      description: 'Needs a region',
-      inputSchema: z.object({
-        region: z.string().refine((region) => region === 'eu', {
-          message: `the key ${apiKey} works in "eu" only`,
-        }),
-        count: z.number(),
-      }),
-      secrets: ({ region }) => [region.toUpperCase(), apiKey],
-      execute: () => 'ok',
-    });
+    const tool = regionTool(({ region }) => [region.toUpperCase(), apiKey]);
     // The raw input has no region: secrets() throws on it.
     const { log, settled } = await settleOne(tool, { count: 'two' });
     expect(settled).toMatchObject([

@@ -24,18 +24,14 @@ import {
   type Workspace,
   type WorkspacePath,
 } from '../../../tools/builtin/workspace-path.ts';
-import { tempWorkspace } from '../helpers/call-tool.ts';
+import { twinWorkspace } from '../helpers/call-tool.ts';
 
 let base: string;
 let root: string;
 let outside: string;
 
 beforeEach(() => {
-  ({ base, root, outside } = tempWorkspace());
-  mkdirSync(path.join(root, 'dir'));
-  mkdirSync(path.join(outside, 'dir'));
-  writeFileSync(path.join(root, 'dir', 'file.txt'), 'inside\n');
-  writeFileSync(path.join(outside, 'dir', 'file.txt'), 'OUTSIDE SECRET\n');
+  ({ base, root, outside } = twinWorkspace());
 });
 
 afterEach(() => {

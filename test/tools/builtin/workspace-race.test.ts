@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { workspaceTools } from '../../../tools/builtin/workspace-tools.ts';
 import type { Tool } from '../../../tools/tool.ts';
-import { tempWorkspace } from '../helpers/call-tool.ts';
+import { twinWorkspace } from '../helpers/call-tool.ts';
 
 /**
  * Another process swaps `root/dir` (a real folder) for a symlink to `outside/dir` and back, as
@@ -54,11 +54,7 @@ let outside: string;
 let swapper: ChildProcess | undefined;
 
 beforeEach(() => {
-  ({ base, root, outside } = tempWorkspace());
-  mkdirSync(path.join(root, 'dir'));
-  mkdirSync(path.join(outside, 'dir'));
-  writeFileSync(path.join(root, 'dir', 'file.txt'), 'inside\n');
-  writeFileSync(path.join(outside, 'dir', 'file.txt'), 'OUTSIDE SECRET\n');
+  ({ base, root, outside } = twinWorkspace());
 });
 
 afterEach(async () => {
