@@ -148,6 +148,7 @@ export async function writeInside(
 export async function listInside(workspace: Workspace, relative: string): Promise<Dirent[]> {
   const held = await holdFolder(workspace, segmentsOf(relative), { create: false });
   try {
+    await checkOpened(workspace, held.handle, held.real, relative);
     return await readdir(workspace.confinement === 'proc' ? procPath(held.handle) : held.real, {
       withFileTypes: true,
     });
@@ -197,8 +198,9 @@ function childPath(workspace: Workspace, folder: HeldFolder, name: string): stri
 
 /**
  * Opens the root, then each of `segments` inside the folder before it (`O_NOFOLLOW`: a symlink
- * is refused, never followed), checking each inside the root. With `create`, a missing folder
- * is created first.
+ * is refused, never followed). With `create`, a missing folder is created first. The folders
+ * are not located one by one: the file or folder finally used is (`checkOpened`), and a folder
+ * on its path that left the root takes it outside too.
  */
 async function holdFolder(
   workspace: Workspace,
@@ -213,7 +215,6 @@ async function holdFolder(
     relative: '.',
   };
   try {
-    await checkOpened(workspace, held.handle, workspace.root, '.');
     for (const segment of segments) {
       const relative = held.relative === '.' ? segment : `${held.relative}/${segment}`;
       const next = childPath(workspace, held, segment);
@@ -230,15 +231,8 @@ async function holdFolder(
           throw await describeFolderError(reopenError, next, relative);
         });
       }
-      const real = path.join(held.real, segment);
-      try {
-        await checkOpened(workspace, handle, real, relative);
-      } catch (error) {
-        await handle.close();
-        throw error;
-      }
       await held.handle.close();
-      held = { handle, real, relative };
+      held = { handle, real: path.join(held.real, segment), relative };
     }
     return held;
   } catch (error) {

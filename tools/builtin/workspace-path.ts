@@ -20,10 +20,10 @@ export interface WorkspacePath {
  * - `'proc'` (Linux): folders are opened one segment at a time from the root with `O_NOFOLLOW`,
  *   each through the one before it (`/proc/self/fd/N/name`: the kernel resolves only `name`,
  *   inside a folder already held open, as `openat` and `renameat` do). A symlink swapped in
- *   for a folder is refused, not followed. Every opened folder and file is then located with
- *   `readlink /proc/self/fd/N` and must be inside the root.
- * - `'inode'` (systems without `/proc/self/fd`, such as macOS): plain paths; every opened folder
- *   and file must have the device and inode of what is at its expected path, whose folder
+ *   for a folder is refused, not followed. The file or folder finally used is then located
+ *   with `readlink /proc/self/fd/N` and must be inside the root.
+ * - `'inode'` (systems without `/proc/self/fd`, such as macOS): plain paths; the file or folder
+ *   finally used must have the device and inode of what is at its expected path, whose folder
  *   `realpath` resolves to itself. A folder swapped for a symlink and back between the open and
  *   that check is not caught, and an empty folder or temporary file created through such a
  *   swap stays where it landed.
