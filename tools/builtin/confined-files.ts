@@ -42,10 +42,12 @@ function doesNotExist(relative: string): Error {
   return Object.assign(new Error(`${displayPath(relative)} does not exist`), { code: 'ENOENT' });
 }
 
-/** A sentence for a failed open, keeping the error `code` (listFiles shows it). */
-function failure(relative: string, error: unknown): Error {
+/** A sentence for a failed open or mkdir, keeping the error `code` (listFiles shows it). */
+function failure(relative: string, error: unknown, verb = 'opened'): Error {
   const code = codeOf(error) ?? 'unknown error';
-  return Object.assign(new Error(`${displayPath(relative)} cannot be opened (${code})`), { code });
+  return Object.assign(new Error(`${displayPath(relative)} cannot be ${verb} (${code})`), {
+    code,
+  });
 }
 
 function codeOf(error: unknown): string | undefined {
@@ -100,7 +102,7 @@ export async function writeInside(
   try {
     const existing = await lstat(childPath(workspace, held, name)).catch((error: unknown) => {
       if (codeOf(error) === 'ENOENT') return undefined;
-      throw error;
+      throw failure(target.relative, error, 'written');
     });
     if (existing?.isDirectory()) throw new Error(`${displayPath(target.relative)} is a directory`);
     if (existing?.isSymbolicLink()) throw movedOut(target.relative);
@@ -111,7 +113,9 @@ export async function writeInside(
       temporaryPath,
       constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
       0o644,
-    );
+    ).catch((error: unknown) => {
+      throw failure(target.relative, error, 'written');
+    });
     let renamed = false;
     try {
       await checkOpened(workspace, handle, path.join(held.real, temporary), target.relative);
@@ -225,7 +229,7 @@ async function holdFolder(
         if (codeOf(error) !== 'ENOENT' || !create)
           throw await describeFolderError(error, next, relative);
         await mkdir(next).catch((mkdirError: unknown) => {
-          if (codeOf(mkdirError) !== 'EEXIST') throw mkdirError;
+          if (codeOf(mkdirError) !== 'EEXIST') throw failure(relative, mkdirError, 'created');
         });
         handle = await open(next, folderFlags).catch(async (reopenError: unknown) => {
           throw await describeFolderError(reopenError, next, relative);

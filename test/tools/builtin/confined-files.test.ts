@@ -146,6 +146,21 @@ describe.each<Confinement>(['proc', 'inode'])('confined files (%s)', (confinemen
     await expect(readAll(workspace, gone)).rejects.toThrow(/^dir does not exist$/);
   });
 
+  it('names the path and the error code when the file system refuses a name', async () => {
+    const long = 'x'.repeat(256);
+    const unchecked = (relative: string): WorkspacePath => ({
+      absolute: path.join(root, relative),
+      relative,
+      exists: false,
+    });
+    await expect(writeInside(workspace, unchecked(long), 'x')).rejects.toThrow(
+      new RegExp(`^${long} cannot be written \\(ENAMETOOLONG\\)$`),
+    );
+    await expect(writeInside(workspace, unchecked(`${long}/a.txt`), 'x')).rejects.toThrow(
+      new RegExp(`^${long} cannot be opened \\(ENAMETOOLONG\\)$`),
+    );
+  });
+
   it('refuses to write over a folder and leaves no temporary file after a failure', async () => {
     await expect(writeInside(workspace, checked(workspace, 'dir'), 'x')).rejects.toThrow(
       /^dir is a directory$/,
