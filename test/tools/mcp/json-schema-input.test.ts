@@ -8,7 +8,11 @@ const compile = await loadJsonSchemaCompiler();
 /** Validates `raw` against `schema` as the tool runtime does, for tool "t". */
 async function check(schema: JsonObject, raw: unknown) {
   const inputSchema = jsonSchemaInput({ schema, compile });
-  const result = await validateToolInput({ name: 't', tool: { inputSchema }, raw });
+  const result = await validateToolInput({
+    name: 't',
+    tool: { inputSchema, secrets: () => [] },
+    raw,
+  });
   return result.status === 'valid' ? { valid: result.value } : result.text;
 }
 
