@@ -117,6 +117,21 @@ export {
 } from './tools/builtin/workspace-tools.ts';
 export { defineTool, toModelToolDefinitions } from './tools/define-tool.ts';
 export {
+  type McpCallToolResult,
+  type McpClient,
+  type McpToolInfo,
+  McpToolsError,
+  type McpToolsOptions,
+  type McpWatchableClient,
+} from './tools/mcp/mcp-client.ts';
+export { mcpToolName } from './tools/mcp/mcp-tool-names.ts';
+export { type McpTool, mcpTools } from './tools/mcp/mcp-tools.ts';
+export {
+  type McpToolWatch,
+  type WatchMcpToolsOptions,
+  watchMcpTools,
+} from './tools/mcp/watch-mcp-tools.ts';
+export {
   DecisionConflictError,
   DecisionMismatchError,
   InvalidDecisionError,
@@ -138,3 +153,4 @@ export {
   ToolSchemaConversionError,
   WorkspaceRootError,
 } from './tools/tool-errors.ts';
+export type { ToolsOption } from './tools/tool-set-source.ts';

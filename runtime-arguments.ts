@@ -82,10 +82,14 @@ const optionsSchema = z.strictObject({
   tools: z
     .custom(
       (value) =>
-        isObject(value) &&
-        !Array.isArray(value) &&
-        [Object.prototype, null].includes(Object.getPrototypeOf(value)),
-      { error: 'must be a record of tools by name, { weather: defineTool(…) }' },
+        typeof value === 'function' ||
+        (isObject(value) &&
+          !Array.isArray(value) &&
+          [Object.prototype, null].includes(Object.getPrototypeOf(value))),
+      {
+        error:
+          'must be a record of tools by name, { weather: defineTool(…) }, or a function returning one',
+      },
     )
     .optional(),
   store: z

@@ -114,6 +114,12 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     activeTools: unknownable(z.array(z.string())),
     /** `hashText` of the JSON of the whole turnlog request (system, messages, tools, options). */
     inputHash: z.string(),
+    /**
+     * `hashJson` of the tool definitions the request carried (names, descriptions, JSON Schemas):
+     * equal in two steps exactly when the model was shown the same tools. Absent in logs written
+     * before it was recorded.
+     */
+    toolsHash: z.string().optional(),
   });
 
   /** The limits as recorded (0.1.0 recorded the first seven); `createRuntime` checks new ones. */

@@ -2,10 +2,9 @@ import type { InspectionEvent, Observer } from 'xstate';
 import type { ModelAdapter } from '../adapters/model-adapter.ts';
 import type { Fact, RunLimits } from '../events/facts.ts';
 import type { IdGenerator } from '../events/ids.ts';
-import type { ModelToolDefinition } from '../events/messages.ts';
 import { DamagedSessionError } from '../runtime-errors.ts';
 import type { EventStore, StoreFinding } from '../store/event-store.ts';
-import type { ToolRuntime } from '../tools/tool.ts';
+import type { ToolSetSource } from '../tools/tool-set-source.ts';
 import { loadRun } from './load-run.ts';
 import { liveTurnMachine } from './run-actors.ts';
 import { createRunDriver, type RunDriver, type TurnMachine } from './run-driver.ts';
@@ -62,8 +61,8 @@ interface LiveRun {
 export interface LiveRunsOptions {
   store: EventStore;
   adapter: ModelAdapter;
-  toolRuntime: ToolRuntime;
-  toolDefinitions: ModelToolDefinition[];
+  /** Each run's tool set, read when the run is opened and kept until it ends. */
+  tools: ToolSetSource;
   system: string | undefined;
   now: () => number;
   generateId: IdGenerator;
@@ -117,8 +116,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
     let driver!: RunDriver;
     runServices.set(ids.runId, {
       adapter: options.adapter,
-      toolRuntime: options.toolRuntime,
-      toolDefinitions: options.toolDefinitions,
+      ...options.tools.forRun(ids.runId),
       system: options.system,
       limits,
       store,
@@ -163,6 +161,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
   /** The run is over (or its driver failed): the runtime keeps nothing of it. */
   function forget(ids: RunIds, driver: RunDriver) {
     sinks.delete(ids.runId);
+    options.tools.release(ids.runId);
     if (live.get(ids.sessionId)?.driver !== driver) return;
     live.delete(ids.sessionId);
     runServices.delete(ids.runId);
@@ -190,6 +189,8 @@ export function createLiveRuns(options: LiveRunsOptions) {
 
     /** Starts a new run with its `run.started`. */
     async start(ids: RunIds, facts: Fact[], draft: Parameters<RunDriver['begin']>[0]) {
+      // Read (and pin) the run's tools first: a tools function that throws leaves nothing behind.
+      options.tools.forRun(ids.runId);
       const handle = newHandle(ids);
       await open(ids, facts, draft.limits).begin(draft);
       return handle;
@@ -235,6 +236,8 @@ export function createLiveRuns(options: LiveRunsOptions) {
       if ('damage' in loaded) return { ...loaded, status: 'damaged', findings: [] };
       const { ids, facts, plan, rehydrated } = loaded;
       const { snapshot } = rehydrated;
+      // Read (and pin) the run's tools first: a tools function that throws leaves nothing behind.
+      options.tools.forRun(runId);
       const handle = newHandle(ids, rehydrated.facts);
       const driver = open(ids, facts, rehydrated.limits);
       await driver.resume(snapshot);

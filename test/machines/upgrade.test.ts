@@ -12,9 +12,9 @@ import { stateToString } from '../../machines/state-path.ts';
 import { turnMachine } from '../../machines/turn-machine.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import { memoryStore } from '../../store/memory-store.ts';
-import { defineTool, toModelToolDefinitions } from '../../tools/define-tool.ts';
+import { defineTool } from '../../tools/define-tool.ts';
 import type { ToolSet } from '../../tools/tool.ts';
-import { createToolRuntime } from '../../tools/tool-runtime.ts';
+import { createToolSetSource } from '../../tools/tool-set-source.ts';
 import { loadSampleLog } from '../events/sample-logs.ts';
 import { addTool, isFactOf, testRuntime, until } from '../runtime/runtime-helpers.ts';
 
@@ -69,8 +69,7 @@ function liveRunsOn(
   const runs = createLiveRuns({
     store,
     adapter: aiSdkAdapter(scriptedModel(options.steps)),
-    toolRuntime: createToolRuntime({ tools: options.tools }),
-    toolDefinitions: toModelToolDefinitions(options.tools),
+    tools: createToolSetSource({ tools: options.tools, policy: undefined }),
     system: undefined,
     now: () => Date.UTC(2026, 10, 2),
     generateId: options.generateId ?? sequentialIds(),

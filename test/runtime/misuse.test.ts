@@ -87,7 +87,7 @@ describe('misuse of the runtime throws a named error that says what to do', () =
       'tools that are not a record',
       { tools: [] },
       'tools',
-      'createRuntime(): tools must be a record of tools by name, { weather: defineTool(…) } (got []).',
+      'createRuntime(): tools must be a record of tools by name, { weather: defineTool(…) }, or a function returning one (got []).',
     ],
     [
       'an unknown option',
