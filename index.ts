@@ -26,6 +26,18 @@ export {
   type ScriptedToolCall,
   scriptedModel,
 } from './adapters/scripted-model.ts';
+export {
+  type ApprovalDecision,
+  decisionFromApproval,
+  type ToUIMessageStreamOptions,
+  type TurnlogDataTypes,
+  type TurnlogDecisionData,
+  type TurnlogMessageMetadata,
+  type TurnlogUIMessage,
+  type TurnlogUIMessageChunk,
+  toUIMessageStream,
+  toUIMessages,
+} from './adapters/ui-message-stream.ts';
 export { classifyTerminal, type TerminalClassification } from './events/classify-terminal.ts';
 export type {
   ContentPart,
