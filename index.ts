@@ -90,6 +90,7 @@ export {
 export { ProjectionInputError } from './events/projection-input-error.ts';
 export { TurnlogError } from './events/turnlog-error.ts';
 export { foldRun, ReplayDivergenceError } from './machines/rehydrate.ts';
+export { stateToString } from './machines/state-path.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/turn-channel.ts';
 export type { TurnContext, TurnInput, TurnOutcome } from './machines/turn-context.ts';
 export { turnMachine } from './machines/turn-machine.ts';
