@@ -26,7 +26,14 @@ export async function readLikeUseChat(
   stream: ReadableStream<UIMessageChunk>,
   message?: TurnlogUIMessage,
 ): Promise<ReadResult> {
-  const response = createUIMessageStreamResponse({ stream });
+  return readResponseLikeUseChat(createUIMessageStreamResponse({ stream }), message);
+}
+
+/** Reads an HTTP response of a UI message stream with the SDK's parser and reader. */
+export async function readResponseLikeUseChat(
+  response: Response,
+  message?: TurnlogUIMessage,
+): Promise<ReadResult> {
   const chunks: UIMessageChunk[] = [];
   const parsed = parseJsonEventStream({
     stream: response.body as ReadableStream<Uint8Array>,
