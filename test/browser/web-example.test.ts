@@ -143,7 +143,7 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
     await tool('saveNote').getByRole('button', { name: 'Allow' }).waitFor();
     expect(await tool('saveNote').getAttribute('data-state')).toBe('approval-requested');
     await eventually(() => status().textContent()).toBe('Waiting for your decision.');
-    await page.screenshot({ path: path.join(shots, 'chat-ask.png') });
+    await page.locator('main').screenshot({ path: path.join(shots, 'chat-ask.png') });
 
     await tool('saveNote').getByRole('button', { name: 'Allow' }).click();
     await page.getByText('Done. Saved the note "the demo is at 3pm".').waitFor();
@@ -152,7 +152,7 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
       'Saved the note "the demo is at 3pm".',
     );
     await eventually(() => status().textContent()).toBe('Done.');
-    await page.screenshot({ path: path.join(shots, 'chat-allowed.png') });
+    await page.locator('main').screenshot({ path: path.join(shots, 'chat-allowed.png') });
 
     await page.getByRole('textbox', { name: 'message' }).fill('Remember the door code 1234');
     await page.getByRole('button', { name: 'Send' }).click();
@@ -218,7 +218,7 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
     // The page reconnects by itself: the run rebuilt from the log, waiting for a person.
     await tool('backUpNotes').getByRole('button', { name: 'Report unknown' }).waitFor();
     expect(await tool('backUpNotes').getByRole('button', { name: 'Abort' }).count()).toBe(1);
-    await page.screenshot({ path: path.join(shots, 'chat-indeterminate.png') });
+    await page.locator('main').screenshot({ path: path.join(shots, 'chat-indeterminate.png') });
 
     await tool('backUpNotes').getByRole('button', { name: 'Report unknown' }).click();
     await page
@@ -305,7 +305,7 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
       'yes',
       'success: Saved the note "the demo is at 3pm".',
     ]);
-    await page.screenshot({ path: path.join(shots, 'log-viewer.png'), fullPage: true });
+    await page.screenshot({ path: path.join(shots, 'log-viewer.png'), clip: { x: 0, y: 0, width: 1100, height: 760 } });
   });
 
   it('shows a recovered run and a damaged log with their findings', async () => {

@@ -79,8 +79,11 @@ function Chat({ sessionId, initial }: { sessionId: string; initial: TurnlogUIMes
 
   async function stop() {
     await fetch(`/sessions/${encodeURIComponent(sessionId)}/stop`, { method: 'POST' });
-    // A streaming run ends on its stream (abort); a parked one ends in the log only.
-    if (!busy) setMessages(await loadMessages(sessionId));
+    // A streaming run ends on its stream (abort). A parked one has no stream open: follow it
+    // to its end (the stop is durable, the cancellations come after), then read the log.
+    if (busy) return;
+    await resumeStream();
+    setMessages(await loadMessages(sessionId));
   }
 
   return (

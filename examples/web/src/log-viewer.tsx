@@ -165,14 +165,16 @@ function Session({
         </ol>
         {view !== undefined && view.seq === seq && (
           <div className="panels">
-            <section aria-label="fact">
-              <h2>
-                Fact {view.seq}: {view.fact.type}
-              </h2>
-              <pre>{JSON.stringify(view.fact, null, 2)}</pre>
-            </section>
-            <ReadModelView readModel={view.readModel} runId={view.fact.runId} />
             <RequestView request={view.request} />
+            <ReadModelView readModel={view.readModel} runId={view.fact.runId} />
+            <section aria-label="fact">
+              <details>
+                <summary>
+                  Fact {view.seq}: {view.fact.type}
+                </summary>
+                <pre>{JSON.stringify(view.fact, null, 2)}</pre>
+              </details>
+            </section>
           </div>
         )}
       </div>
