@@ -305,7 +305,10 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
       'yes',
       'success: Saved the note "the demo is at 3pm".',
     ]);
-    await page.screenshot({ path: path.join(shots, 'log-viewer.png'), clip: { x: 0, y: 0, width: 1100, height: 760 } });
+    await page.screenshot({
+      path: path.join(shots, 'log-viewer.png'),
+      clip: { x: 0, y: 0, width: 1100, height: 760 },
+    });
   });
 
   it('shows a recovered run and a damaged log with their findings', async () => {
