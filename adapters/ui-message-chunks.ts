@@ -50,8 +50,8 @@ export function createChunkTranslator(ids: { sessionId: string; runId: string })
     step.open = undefined;
   }
 
-  function delta(out: Chunk[], type: Kind, text: string) {
-    if (step === undefined || step.completed) return;
+  function delta(out: Chunk[], type: Kind, stepId: string, text: string) {
+    if (step === undefined || step.completed || step.stepId !== stepId) return;
     if (step.open?.type !== type) {
       closeOpenPart(out);
       const id = `${step.stepId}:${step.streamed.length}`;
@@ -211,13 +211,13 @@ export function createChunkTranslator(ids: { sessionId: string; runId: string })
       const out: Chunk[] = [];
       switch (event.type) {
         case 'text.delta':
-          delta(out, 'text', event.text);
+          delta(out, 'text', event.stepId, event.text);
           return out;
         case 'reasoning.delta':
-          delta(out, 'reasoning', event.text);
+          delta(out, 'reasoning', event.stepId, event.text);
           return out;
         case 'tool.input.delta':
-          if (step === undefined || step.completed) return out;
+          if (step === undefined || step.completed || step.stepId !== event.stepId) return out;
           if (!step.streamedCalls.includes(event.callId)) {
             step.streamedCalls.push(event.callId);
             out.push({ type: 'tool-input-start', toolCallId: event.callId, toolName: event.name });

@@ -54,10 +54,15 @@ export function toUIMessageStream(
   let sending = false;
   let closed = false;
 
-  function close(controller: ReadableStreamDefaultController<TurnlogUIMessageChunk>) {
+  /** Lets go of the events; a `next()` still waiting resolves when the run moves on. */
+  function release() {
     closed = true;
+    Promise.resolve(iterator?.return?.()).catch(() => {});
+  }
+
+  function close(controller: ReadableStreamDefaultController<TurnlogUIMessageChunk>) {
+    release();
     controller.close();
-    void iterator?.return?.();
   }
 
   return new ReadableStream<TurnlogUIMessageChunk>({
@@ -113,11 +118,7 @@ export function toUIMessageStream(
         return;
       }
     },
-    cancel() {
-      closed = true;
-      // A waiting `next()` resolves when the run moves on; the reader is gone by then.
-      void iterator?.return?.();
-    },
+    cancel: release,
   });
 }
 

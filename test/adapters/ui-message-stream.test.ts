@@ -266,6 +266,36 @@ describe('toUIMessageStream, read as useChat reads it', () => {
     expect(final.metadata).toMatchObject({ status: 'completed', reason: 'end_turn', seq: 10 });
   });
 
+  it('ends where the run waits, not at a decision already followed by the next one', async () => {
+    const model = scriptedModel([
+      {
+        toolCalls: [
+          { name: 'saveNote', input: { title: 'a' } },
+          { name: 'saveNote', input: { title: 'b' } },
+        ],
+      },
+      { text: 'Both saved.' },
+    ]);
+    const runtime = testRuntime(memoryStore(), { model, tools: { saveNote } });
+    const turn = await runtime.send({ sessionId: 's', text: 'Save a and b' });
+    const parked = (await readLikeUseChat(toUIMessageStream(turn))).message as TurnlogUIMessage;
+    expect(parked.metadata).toMatchObject({ seq: 5, status: 'awaiting' });
+    // Both answers recorded before the continuation starts: the first leaves the run waiting
+    // (state awaitingPermission), the second lets it go on. The stream shows both, and the rest.
+    let sentBack = parked;
+    for (const callId of ['call_1', 'call_2']) {
+      const id = approvalOf(parked, callId);
+      sentBack = answer(sentBack, id, true);
+      await runtime.decide({ sessionId: 's', ...decisionFromApproval({ id, approved: true }) });
+    }
+    await validateUIMessages({ messages: [user('Save a and b'), sentBack] });
+    const final = (await readLikeUseChat(toUIMessageStream(turn, { afterSeq: 5 }), sentBack))
+      .message as TurnlogUIMessage;
+    expect(asSent(final)).toEqual(toUIMessages(await runtime.facts('s')).at(-1));
+    expect(final.metadata).toMatchObject({ status: 'completed' });
+    expect(final.parts.at(-1)).toEqual({ type: 'text', text: 'Both saved.', state: 'done' });
+  });
+
   it('shows a denied ask as output-denied with the reason on its approval', async () => {
     const model = scriptedModel([
       { toolCalls: [{ name: 'saveNote', input: { title: 'secret' } }] },
