@@ -118,7 +118,12 @@ export function createChunkTranslator(ids: { sessionId: string; runId: string })
   function stepCompleted(out: Chunk[], fact: FactOf<'step.completed'>) {
     if (step === undefined || step.stepId !== fact.stepId || step.completed) return;
     closeOpenPart(out);
-    const content = fact.content.map(({ type, text }) => ({ type, text }));
+    // Text and reasoning parts; a part of another kind has no text part to be shown as.
+    const content = fact.content.flatMap((part) =>
+      part.type === 'text' || part.type === 'reasoning'
+        ? [{ type: part.type, text: part.text }]
+        : [],
+    );
     const callIds = fact.toolCalls.map((call) => call.callId);
     const streamedAsLogged =
       JSON.stringify(step.streamed) === JSON.stringify(content) &&
