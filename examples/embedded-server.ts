@@ -25,8 +25,9 @@ import {
   type TurnHandle,
   TurnlogError,
 } from '../index.ts';
+import { HttpError } from './http-error.ts';
 import { createNotesRuntime } from './notes-agent.ts';
-import { ChatRequestError, createChatRoutes, track } from './web/server/chat-routes.ts';
+import { createChatRoutes, track } from './web/server/chat-routes.ts';
 import { createLogRoutes } from './web/server/log-routes.ts';
 import { staticFile } from './web/server/static-files.ts';
 
@@ -43,16 +44,6 @@ const statusOfError: Record<string, number> = {
 };
 
 const decisions: readonly PermissionDecision[] = ['allow', 'deny', 'report-unknown', 'abort'];
-
-/** A request the routes refuse, with its status. */
-class HttpError extends Error {
-  readonly status: number;
-  constructor(status: number, name: string, message: string) {
-    super(message);
-    this.name = name;
-    this.status = status;
-  }
-}
 
 /**
  * Starts the server: a note-keeping agent on a lowdb log in `dir`, unfinished runs recovered,
@@ -309,7 +300,7 @@ function sendJson(response: ServerResponse, status: number, value: unknown) {
 
 function sendError(response: ServerResponse, error: unknown) {
   const status =
-    error instanceof HttpError || error instanceof ChatRequestError
+    error instanceof HttpError
       ? error.status
       : TurnlogError.isTurnlogError(error)
         ? (statusOfError[error.name] ?? 500)

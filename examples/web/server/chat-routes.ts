@@ -15,16 +15,7 @@ import {
   toUIMessageStream,
   toUIMessages,
 } from '../../../index.ts';
-
-/** A request the chat routes refuse, with its HTTP status. */
-export class ChatRequestError extends Error {
-  readonly status: number;
-  constructor(status: number, name: string, message: string) {
-    super(message);
-    this.name = name;
-    this.status = status;
-  }
-}
+import { HttpError } from '../../http-error.ts';
 
 /** Keeps a run's handle in `turns` while the run is unfinished. */
 export function track(turns: Map<string, TurnHandle>, turn: TurnHandle): void {
@@ -45,14 +36,10 @@ export function createChatRoutes(runtime: Runtime, turns: Map<string, TurnHandle
     async post(body: Record<string, unknown>): Promise<Response> {
       const { id, trigger } = body;
       if (typeof id !== 'string' || id === '') {
-        throw new ChatRequestError(
-          400,
-          'BadRequest',
-          'The body needs "id", the chat (session) id.',
-        );
+        throw new HttpError(400, 'BadRequest', 'The body needs "id", the chat (session) id.');
       }
       if (trigger === 'regenerate-message') {
-        throw new ChatRequestError(
+        throw new HttpError(
           400,
           'BadRequest',
           'A run in the log is never rewritten; send a new message instead of regenerating.',
@@ -62,7 +49,7 @@ export function createChatRoutes(runtime: Runtime, turns: Map<string, TurnHandle
       try {
         messages = await validateUIMessages<TurnlogUIMessage>({ messages: body.messages });
       } catch (error) {
-        throw new ChatRequestError(
+        throw new HttpError(
           400,
           'BadRequest',
           `"messages" are not valid UI messages: ${(error as Error).message}`,
@@ -86,7 +73,7 @@ export function createChatRoutes(runtime: Runtime, turns: Map<string, TurnHandle
           : [],
       );
       if (answers.length === 0) {
-        throw new ChatRequestError(
+        throw new HttpError(
           400,
           'BadRequest',
           'The last message answers no approval; send a user message.',
