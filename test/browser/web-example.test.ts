@@ -1,4 +1,3 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fact, NewFact } from '../../events/facts.ts';
 import { lowdbStore } from '../../store/lowdb-store.ts';
 import { loadSampleLog } from '../events/sample-logs.ts';
-import { repoRoot } from '../examples/example-process.ts';
+import { type ExampleProcess, repoRoot, startExample } from '../examples/example-process.ts';
 import { hasChromium, launchChromium } from './chromium.ts';
 
 /** Polls until the page shows it (the page, the server and the browser share 2 busy cores). */
@@ -18,58 +17,11 @@ const eventually = <T>(read: () => Promise<T> | T) => expect.poll(read, { timeou
 /** Where the screenshots go (ignored by git). */
 const shots = path.join(repoRoot, 'test-output', 'browser');
 
-/** The embedded server as a program (so it can be killed), printing to `output`. */
-interface ServerProcess {
-  child: ChildProcessWithoutNullStreams;
-  output: () => string;
-  /** Resolves once the output contains `text`. */
-  printed: (text: string) => Promise<void>;
-  exited: Promise<void>;
-}
-
-function startServerProcess(port: number, dir: string): ServerProcess {
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    PORT: String(port),
-    TURNLOG_DIR: dir,
-    // Long enough that a kill lands while the backup runs.
-    NOTES_BACKUP_MS: '600000',
-  };
-  delete env.OPENAI_API_KEY;
-  delete env.GOOGLE_GENERATIVE_AI_API_KEY;
-  const child = spawn(process.execPath, [path.join(repoRoot, 'examples', 'embedded-server.ts')], {
-    cwd: repoRoot,
-    env,
-  });
-  let output = '';
-  const watchers = new Set<() => void>();
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    output += chunk;
-    for (const watcher of watchers) watcher();
-  });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    output += chunk;
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return {
-    child,
-    output: () => output,
-    exited,
-    printed: (text) =>
-      new Promise((resolve, reject) => {
-        const check = () => {
-          if (output.includes(text)) {
-            watchers.delete(check);
-            resolve();
-          }
-        };
-        watchers.add(check);
-        exited.then(() =>
-          reject(new Error(`the server exited before printing ${text}:\n${output}`)),
-        );
-        check();
-      }),
-  };
+/** The embedded server as a program (so it can be killed), on a fixed port and log. */
+function startServerProcess(port: number, dir: string): ExampleProcess {
+  // NOTES_BACKUP_MS: long enough that a kill lands while the backup runs.
+  const env = { PORT: String(port), TURNLOG_DIR: dir, NOTES_BACKUP_MS: '600000' };
+  return startExample('embedded-server', { env, outlivesTest: true });
 }
 
 async function freePort(): Promise<number> {
@@ -101,7 +53,7 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
   let dir: string;
   let port: number;
   let url: string;
-  let server: ServerProcess;
+  let server: ExampleProcess;
   let browser: BrowserContext;
   let page: Page;
 
@@ -121,7 +73,7 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
     port = await freePort();
     url = `http://127.0.0.1:${port}`;
     server = startServerProcess(port, dir);
-    await server.printed('listening on');
+    await server.next('listening on');
     browser = await launchChromium();
     page = browser.pages()[0] ?? (await browser.newPage());
   }, 180_000);
@@ -203,7 +155,7 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
     await page.getByRole('textbox', { name: 'message' }).fill('Please back up my notes');
     await page.getByRole('button', { name: 'Send' }).click();
     // Printed by the tool once tool.started is durable.
-    await server.printed('backing up');
+    await server.next('backing up');
     await page.getByText('Backing up your notes.').waitFor();
 
     server.child.kill('SIGKILL');
@@ -211,8 +163,8 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
     await eventually(() => status().textContent()).toBe('Reconnecting to the server…');
 
     server = startServerProcess(port, dir);
-    await server.printed('listening on');
-    expect(server.output()).toContain(
+    await server.next('listening on');
+    expect(server.stdout()).toContain(
       'recovered web-restart: parked (interrupted in settlingTools.running)',
     );
     // The page reconnects by itself: the run rebuilt from the log, waiting for a person.
