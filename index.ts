@@ -26,6 +26,18 @@ export {
   type ScriptedToolCall,
   scriptedModel,
 } from './adapters/scripted-model.ts';
+export {
+  type ApprovalDecision,
+  decisionFromApproval,
+  type ToUIMessageStreamOptions,
+  type TurnlogDataTypes,
+  type TurnlogDecisionData,
+  type TurnlogMessageMetadata,
+  type TurnlogUIMessage,
+  type TurnlogUIMessageChunk,
+  toUIMessageStream,
+  toUIMessages,
+} from './adapters/ui-message-stream.ts';
 export { classifyTerminal, type TerminalClassification } from './events/classify-terminal.ts';
 export type {
   ContentPart,
@@ -78,6 +90,7 @@ export {
 export { ProjectionInputError } from './events/projection-input-error.ts';
 export { TurnlogError } from './events/turnlog-error.ts';
 export { foldRun, ReplayDivergenceError } from './machines/rehydrate.ts';
+export { stateToString } from './machines/state-path.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/turn-channel.ts';
 export type { TurnContext, TurnInput, TurnOutcome } from './machines/turn-context.ts';
 export { turnMachine, turnMachineVersion } from './machines/turn-machine.ts';
