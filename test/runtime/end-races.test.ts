@@ -39,8 +39,20 @@ function holdingStore(match: (fact: NewFact) => boolean) {
   return { store, held: held.promise, release: gate.resolve };
 }
 
-/** Lets every pending microtask run (the caller's commit queues behind the held one). */
-const drain = () => new Promise<void>((resolve) => setImmediate(resolve));
+/**
+ * Calls `call` while the run's last append is held, lets its commit queue behind that append
+ * (every pending microtask runs before `setImmediate`), releases the append, and returns what the
+ * call settled with: `'resolved'` or the error.
+ */
+async function raceTheEnd(call: () => Promise<unknown>, release: () => void): Promise<unknown> {
+  const settled = call().then(
+    () => 'resolved',
+    (error: unknown) => error,
+  );
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  release();
+  return settled;
+}
 
 const finalStep = (fact: NewFact) => fact.type === 'step.completed' && fact.toolCalls.length === 0;
 
@@ -55,17 +67,11 @@ describe('a steer, decision or stop that loses the race with the run’s end', (
       const runtime = testRuntime(store, { model: scriptedModel([{ text: 'Bonjour.' }]) });
       const turn = await runtime.send({ sessionId: 's1', text: 'hello' });
       await held;
-      const call =
+      const call = () =>
         operation === 'steer'
           ? runtime.steer({ sessionId: 's1', ...argument } as { sessionId: string; text: string })
           : runtime.stop({ sessionId: 's1', ...argument });
-      const settled = call.then(
-        () => 'resolved',
-        (error: unknown) => error,
-      );
-      await drain();
-      release();
-      const error = await settled;
+      const error = await raceTheEnd(call, release);
       expect(NoActiveRunError.isInstance(error)).toBe(true);
       expect((error as Error).message).toBe(
         `runtime.${operation}(): run ${turn.runId} of session s1 ended (or is stopping) before this ${operation} could be recorded; nothing was recorded. Start a new run with runtime.send().`,
@@ -92,15 +98,11 @@ describe('a steer, decision or stop that loses the race with the run’s end', (
     const [pending] = await runtime.pending('s1');
     await runtime.stop({ sessionId: 's1' });
     await held;
-    const settled = runtime
-      .decide({ sessionId: 's1', callId: pending?.callId ?? '', decision: 'allow' })
-      .then(
-        () => 'resolved',
-        (error: unknown) => error,
-      );
-    await drain();
-    release();
-    const error = await settled;
+    const callId = pending?.callId ?? '';
+    const error = await raceTheEnd(
+      () => runtime.decide({ sessionId: 's1', callId, decision: 'allow' }),
+      release,
+    );
     expect(NoActiveRunError.isInstance(error)).toBe(true);
     expect((error as Error).message).toBe(
       `runtime.decide(): run ${turn.runId} of session s1 ended (or is stopping) before this decide could be recorded; nothing was recorded. Start a new run with runtime.send().`,

@@ -242,32 +242,6 @@ describe('runtime.recover() keeps damage where it is', () => {
     ]);
     await runtime.close();
   });
-
-  it('names the damage of a run whose facts break the log rules when decided, steered or stopped', async () => {
-    const { facts } = sampleLogs().find((log) => log.name === 'interrupted-tool') ?? { facts: [] };
-    const last = facts.at(-1) as FactOf<'tool.started'>;
-    const { input: _input, inputHash: _inputHash, ...envelope } = last;
-    const ghost = {
-      ...envelope,
-      id: 'ghost_1',
-      seq: last.seq + 1,
-      type: 'tool.settled',
-      callId: 'ghost',
-      name: 'x',
-      outcome: 'success',
-      text: 'boo',
-      truncated: false,
-    } as Fact;
-    const store = memoryStore({ facts: [...facts, ghost] });
-    const { runtime } = restarted(store);
-    const error = await runtime
-      .steer({ sessionId: last.sessionId, text: 'hello?' })
-      .catch((caught: unknown) => caught);
-    expect(DamagedSessionError.isInstance(error)).toBe(true);
-    expect(error).toMatchObject({ runId: last.runId, damage: [expect.stringContaining('ghost')] });
-    expect(await runtime.facts(last.sessionId)).toEqual([...facts, ghost]);
-    await runtime.close();
-  });
 });
 
 /** The store's methods bound to it, so they can be spread into a wrapper. */

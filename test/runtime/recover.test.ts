@@ -4,6 +4,7 @@ import { scriptedModel } from '../../adapters/scripted-model.ts';
 import type { Fact, FactOf } from '../../events/facts.ts';
 import { sequentialIds } from '../../events/ids.ts';
 import type { RecoveredRun } from '../../runtime.ts';
+import { DamagedSessionError } from '../../runtime-errors.ts';
 import { memoryStore } from '../../store/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import { sampleLogs } from '../helpers/sample-logs.ts';
@@ -187,6 +188,20 @@ describe('runtime.recover() on a damaged log', () => {
     expect(reports.find((report) => report.sessionId === asked[0]?.sessionId)).toMatchObject({
       status: 'parked',
     });
+    // The damaged run is not resumed by anything that arrives for it either.
+    for (const call of [
+      () => runtime.steer({ sessionId: last.sessionId, text: 'hello?' }),
+      () => runtime.decide({ sessionId: last.sessionId, callId: 'ghost', decision: 'abort' }),
+      () => runtime.stop({ sessionId: last.sessionId }),
+    ]) {
+      const error = await call().catch((caught: unknown) => caught);
+      expect(DamagedSessionError.isInstance(error)).toBe(true);
+      expect(error).toMatchObject({
+        runId: last.runId,
+        damage: [expect.stringContaining('ghost')],
+      });
+    }
+    expect(await runtime.facts(last.sessionId)).toEqual([...interrupted, ghost]);
     await runtime.close();
   });
 });
