@@ -47,8 +47,6 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     case 'too_small':
       if (issue.origin === 'string') return `field ${field} must be a non-empty string`;
       return `field ${field} must be at least ${String(issue.minimum)}, not ${shown(got)}`;
-    case 'too_big':
-      return `field ${field} must be at most ${String(issue.maximum)}, not ${shown(got)}`;
     case 'invalid_union': {
       // A plain union (run.ended's error) reports the first issue of its first branch.
       const first = issue.errors[0]?.[0];

@@ -287,17 +287,3 @@ export function createLiveRuns(options: LiveRunsOptions) {
     },
   };
 }
-
-/** The session's last run when it has no `run.ended`. */
-export function unfinishedRun(facts: readonly Fact[]) {
-  const started = facts.findLast((fact) => fact.type === 'run.started');
-  if (started?.type !== 'run.started') return undefined;
-  const ended = facts.some((fact) => fact.type === 'run.ended' && fact.runId === started.runId);
-  if (ended) return undefined;
-  return {
-    sessionId: started.sessionId,
-    turnId: started.turnId,
-    runId: started.runId,
-    limits: started.limits,
-  };
-}

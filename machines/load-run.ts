@@ -55,9 +55,7 @@ export async function loadRun({
     if (StoreCorruptionError.isInstance(error)) return damaged(runId, [error.message]);
     throw error;
   }
-  const target =
-    runId ??
-    facts.findLast((fact): fact is FactOf<'run.started'> => fact.type === 'run.started')?.runId;
+  const target = runId ?? unfinishedRun(facts)?.runId;
   const plan = planRecovery(facts).runs.find((candidate) => candidate.runId === target);
   if (target === undefined || plan === undefined) return undefined;
   if (plan.damage.length > 0) {
@@ -78,4 +76,13 @@ export async function loadRun({
     }
     throw error;
   }
+}
+
+/** The session's last run when it has no `run.ended`. */
+export function unfinishedRun(facts: readonly Fact[]) {
+  const started = facts.findLast((fact) => fact.type === 'run.started');
+  if (started?.type !== 'run.started') return undefined;
+  const ended = facts.some((fact) => fact.type === 'run.ended' && fact.runId === started.runId);
+  if (ended) return undefined;
+  return { sessionId: started.sessionId, turnId: started.turnId, runId: started.runId };
 }
