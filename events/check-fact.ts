@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { type CompiledCheck, compileCheck } from './compile-check.ts';
 import { appendSchemas, factTypes, readSchemas } from './fact-schemas.ts';
 
 /** The schemas of facts before the store gave them a `seq` (what `append` receives). */
@@ -6,6 +7,10 @@ const newFactSchemas: Record<string, z.ZodType> = Object.fromEntries(
   factTypes.map((type) => [type, (appendSchemas.facts[type] as z.ZodObject).omit({ seq: true })]),
 );
 const storedFactSchemas: Record<string, z.ZodType> = readSchemas.facts;
+/** The read schemas as plain predicates: a read checks every fact, and most are fine. */
+const storedFactChecks: Record<string, CompiledCheck> = Object.fromEntries(
+  factTypes.map((type) => [type, compileCheck(storedFactSchemas[type] as z.ZodType)]),
+);
 
 /**
  * What is wrong with a fact, in words naming its type and the first bad field, or `undefined`
@@ -24,6 +29,8 @@ export function factProblem(value: unknown, options: { stored: boolean }): strin
   if (typeof type !== 'string' || !Object.hasOwn(storedFactSchemas, type)) {
     return `its type ${JSON.stringify(type) ?? 'undefined'} is not a known fact type`;
   }
+  // The compiled check answers a read; safeParse explains a refusal, and checks an append.
+  if (options.stored && storedFactChecks[type]?.(value)) return undefined;
   const schema = (options.stored ? storedFactSchemas : newFactSchemas)[type] as z.ZodType;
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return undefined;

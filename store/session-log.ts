@@ -44,14 +44,13 @@ export class SessionLog {
    * fact itself with `storedFactProblem` first.
    */
   restore(fact: Fact): string | undefined {
-    const where = `seq ${fact.seq} (${fact.type}, fact ${fact.id})`;
     if (this.#ids.has(fact.id)) {
-      return `${where} repeats a fact id already used earlier in the session`;
+      return `${where(fact)} repeats a fact id already used earlier in the session`;
     }
     if (this.#endedRuns.has(fact.runId)) {
       const what =
         fact.type === 'run.ended' ? 'is a second run.ended of' : 'comes after the run.ended of';
-      return `${where} ${what} run ${fact.runId}; a run ends once and nothing follows (I7)`;
+      return `${where(fact)} ${what} run ${fact.runId}; a run ends once and nothing follows (I7)`;
     }
     this.#track(fact);
     return undefined;
@@ -219,6 +218,11 @@ export function newFactProblem(value: unknown, sessionId: string): string | unde
     return `its sessionId ${JSON.stringify(fact.sessionId)} is not the session it is appended to`;
   }
   return factProblem(value, { stored: false });
+}
+
+/** `seq 7 (steering.received, fact f7)`: a stored fact, named in a finding. */
+function where(fact: Fact): string {
+  return `seq ${fact.seq} (${fact.type}, fact ${fact.id})`;
 }
 
 function withSeq(fact: NewFact, seq: number): Fact {
