@@ -308,6 +308,7 @@ export const appendSchemas = defineFactSchemas({ strict: true });
 /** What a store accepts on read (every field and its type). */
 export const readSchemas = defineFactSchemas({ strict: false });
 
+/** The schema of each fact type, by type (the fact types in facts.ts are their outputs). */
 export type FactSchemas = typeof appendSchemas.facts;
 
 /** Every fact type, in the order of the README's table. */
