@@ -46,11 +46,12 @@ export interface SessionState {
 let stagingCounter = 0;
 
 /**
- * The write path of `lowdbStore`. Appends only mark their session dirty; one commit, started
- * with `setImmediate`, writes every dirty session — one append (one write, one `fdatasync`) to
- * its tail segment however many appends and facts it covers, or a new segment when the tail is
- * full — and then resolves every append it covered. Appends that arrive while a commit is
- * writing go out together in the next one.
+ * The write path of `lowdbStore`. Appends only mark their session dirty; on `setImmediate`,
+ * every dirty session is written, sessions concurrently — one append (one write, one
+ * `fdatasync`) to its tail segment however many appends and facts it covers, or a new segment
+ * when the tail is full — and every append it covered resolves. Appends to a session whose write
+ * is in flight go out together in its next write, which starts as soon as that one is done; a
+ * slow session never holds up the others.
  */
 export class GroupCommit {
   readonly #fs: StoreFs;
@@ -60,7 +61,7 @@ export class GroupCommit {
   readonly #forget: (slot: SessionSlot) => void;
   readonly #dirty = new Set<SessionSlot>();
   readonly #writing = new Set<SessionSlot>();
-  #running: Promise<void> | undefined;
+  readonly #running = new Set<Promise<void>>();
   #scheduled = false;
 
   constructor(options: {
@@ -99,32 +100,38 @@ export class GroupCommit {
     this.#dirty.delete(slot);
   }
 
-  /** Resolves when no commit is running or due. */
+  /** Resolves when no write is running or due. */
   async idle(): Promise<void> {
-    while (this.#running !== undefined || this.#scheduled || this.#dirty.size > 0) {
-      await (this.#running ?? new Promise((resolve) => setImmediate(resolve)));
+    while (this.#running.size > 0 || this.#scheduled || this.#dirty.size > 0) {
+      await (this.#running.size > 0
+        ? Promise.all(this.#running)
+        : new Promise((resolve) => setImmediate(resolve)));
     }
   }
 
   #schedule(): void {
-    if (this.#scheduled || this.#running !== undefined) return;
+    if (this.#scheduled) return;
     this.#scheduled = true;
-    // setImmediate gathers every append of this tick (and their microtasks) into one commit.
+    // setImmediate gathers every append of this tick (and their microtasks) into one write per
+    // session; a session whose write is in flight goes again as soon as that write is done.
     setImmediate(() => {
       this.#scheduled = false;
-      this.#running = this.#commit().finally(() => {
-        this.#running = undefined;
-        if (this.#dirty.size > 0) this.#schedule();
-      });
+      for (const slot of this.#dirty) {
+        if (this.#writing.has(slot)) continue;
+        this.#dirty.delete(slot);
+        this.#start(slot);
+      }
     });
   }
 
-  async #commit(): Promise<void> {
-    while (this.#dirty.size > 0) {
-      const batch = [...this.#dirty];
-      this.#dirty.clear();
-      await Promise.all(batch.map((slot) => this.#writeSession(slot)));
-    }
+  #start(slot: SessionSlot): void {
+    this.#writing.add(slot);
+    const write: Promise<void> = this.#writeSession(slot).finally(() => {
+      this.#writing.delete(slot);
+      this.#running.delete(write);
+      if (this.#dirty.has(slot)) this.#schedule();
+    });
+    this.#running.add(write);
   }
 
   async #writeSession(slot: SessionSlot): Promise<void> {
@@ -132,7 +139,6 @@ export class GroupCommit {
     if (state === undefined) return;
     const target = state.log.lastSeq;
     let file: string | undefined;
-    this.#writing.add(slot);
     try {
       // Segments go out one after another: a crash between two leaves a prefix, never a gap.
       while (state.durableSeq < target) {
@@ -154,8 +160,6 @@ export class GroupCommit {
       }
     } catch (error) {
       this.#fail(slot, state, error, file);
-    } finally {
-      this.#writing.delete(slot);
     }
   }
 
