@@ -1,5 +1,6 @@
-// Benchmarks lowdbStore: append latency at two session lengths, throughput with 16 concurrent
-// sessions, and a cold read + projectHistory of a 10,000-fact session.
+// Benchmarks lowdbStore: append latency at two session lengths, small appends after a 10 MB fact
+// against an empty session (interleaved), throughput with 16 concurrent sessions, and a cold
+// read + projectHistory of a 10,000-fact session.
 // Run: npx node bench/store.ts
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -51,6 +52,7 @@ export async function benchStore(options: StoreBenchOptions = {}): Promise<Store
   const samples = options.samples ?? 100;
   try {
     let store = lowdbStore({ dir });
+    const big = await appendsAfterBigFact(store, samples);
     await fill(store, 'short', 100);
     const short = await medianAppend(store, 'short', samples);
     await fill(store, 'long', 10_000);
@@ -70,6 +72,20 @@ export async function benchStore(options: StoreBenchOptions = {}): Promise<Store
       throw new Error('bench: the projection of the cold session is empty');
 
     return [
+      { metric: 'append of one 10 MB fact', value: big.bigMs, unit: 'ms' },
+      { metric: 'median small append, empty session', value: big.emptyMedian, unit: 'ms' },
+      {
+        metric: 'median small append after the 10 MB fact',
+        value: big.afterMedian,
+        unit: 'ms',
+        target: `<= 2x the empty session's (${(big.afterMedian / big.emptyMedian).toFixed(2)}x)`,
+      },
+      {
+        metric: '90th percentile small append after the 10 MB fact',
+        value: big.afterP90,
+        unit: 'ms',
+        target: `empty session's: ${big.emptyP90.toFixed(2)} ms (${(big.afterP90 / big.emptyP90).toFixed(2)}x)`,
+      },
       { metric: 'median append, session of 100', value: short, unit: 'ms' },
       {
         metric: 'median append, session of 10,000',
@@ -187,6 +203,73 @@ async function fill(store: EventStore, sessionId: string, length: number): Promi
     const facts = runFacts(sessionId, run).slice(0, length - lastSeq);
     lastSeq = (await store.append(sessionId, facts, { expectedSeq: lastSeq })).lastSeq;
   }
+}
+
+/**
+ * A 10 MB fact, then `samples` small appends after it, interleaved with small appends to an
+ * empty session (same segment size): an append must cost the same whatever the segment holds.
+ */
+async function appendsAfterBigFact(store: EventStore, samples: number) {
+  const small = (sessionId: string, index: number): NewFact => ({
+    ...envelope(sessionId, `${sessionId}_small_${index}`),
+    type: 'steering.received',
+    messageId: `message_${index}`,
+    text: 'Also check the changelog, please.',
+  });
+  for (const sessionId of ['big', 'empty']) {
+    await store.append(sessionId, [
+      {
+        ...envelope(sessionId, `${sessionId}_start`),
+        type: 'run.started',
+        input: { text: 'go' },
+        runtimeVersion: '0.1.0',
+        limits,
+      },
+    ]);
+  }
+  const huge: NewFact = {
+    ...envelope('big', 'big_huge'),
+    type: 'steering.received',
+    messageId: 'message_huge',
+    text: 'x'.repeat(10 * 1024 * 1024),
+  };
+  const started = performance.now();
+  await store.append('big', [huge]);
+  const bigMs = performance.now() - started;
+  const after: number[] = [];
+  const empty: number[] = [];
+  for (let index = 0; index < samples; index += 1) {
+    for (const [sessionId, times] of [
+      ['empty', empty],
+      ['big', after],
+    ] as const) {
+      const begin = performance.now();
+      await store.append(sessionId, [small(sessionId, index)]);
+      times.push(performance.now() - begin);
+    }
+  }
+  return {
+    bigMs,
+    emptyMedian: percentile(empty, 0.5),
+    afterMedian: percentile(after, 0.5),
+    emptyP90: percentile(empty, 0.9),
+    afterP90: percentile(after, 0.9),
+  };
+}
+
+function envelope(sessionId: string, id: string) {
+  return {
+    id,
+    at: '2026-03-02T10:02:11.480Z',
+    sessionId,
+    turnId: 'turn_bench',
+    runId: 'run_bench',
+  };
+}
+
+function percentile(values: readonly number[], at: number): number {
+  const sorted = [...values].sort((left, right) => left - right);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * at))] ?? Number.NaN;
 }
 
 /** Median of `samples` awaited one-fact appends (steering facts into one open run). */
