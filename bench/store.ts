@@ -45,9 +45,15 @@ export async function benchStore(options: StoreBenchOptions = {}): Promise<Store
     let store = lowdbStore({ dir });
     const big = await appendsAfterBigFact(store, samples);
     await fill(store, 'short', 100);
-    const short = await medianAppend(store, 'short', samples);
     await fill(store, 'long', 10_000);
-    const long = await medianAppend(store, 'long', samples);
+    for (const sessionId of ['short', 'long']) await startRun(store, sessionId);
+    const [shortTimes = [], longTimes = []] = await interleavedAppends(
+      store,
+      ['short', 'long'],
+      samples,
+    );
+    const short = percentile(shortTimes, 0.5);
+    const long = percentile(longTimes, 0.5);
     const throughput = await concurrentThroughput(store, 16, options.concurrentAppends ?? 100);
     await fill(store, 'cold', 10_000);
     await store.close();
@@ -103,44 +109,18 @@ export async function benchStore(options: StoreBenchOptions = {}): Promise<Store
  * empty session (same segment size): an append must cost the same whatever the segment holds.
  */
 async function appendsAfterBigFact(store: EventStore, samples: number) {
-  const small = (sessionId: string, index: number): NewFact => ({
-    ...envelope(sessionId, `${sessionId}_small_${index}`),
-    type: 'steering.received',
-    messageId: `message_${index}`,
-    text: 'Also check the changelog, please.',
-  });
-  for (const sessionId of ['big', 'empty']) {
-    await store.append(sessionId, [
-      {
-        ...envelope(sessionId, `${sessionId}_start`),
-        type: 'run.started',
-        input: { text: 'go' },
-        runtimeVersion: '0.1.0',
-        limits,
-      },
-    ]);
-  }
   const huge: NewFact = {
     ...envelope('big', 'big_huge'),
     type: 'steering.received',
     messageId: 'message_huge',
     text: 'x'.repeat(10 * 1024 * 1024),
   };
+  await startRun(store, 'big');
+  await startRun(store, 'empty');
   const started = performance.now();
   await store.append('big', [huge]);
   const bigMs = performance.now() - started;
-  const after: number[] = [];
-  const empty: number[] = [];
-  for (let index = 0; index < samples; index += 1) {
-    for (const [sessionId, times] of [
-      ['empty', empty],
-      ['big', after],
-    ] as const) {
-      const begin = performance.now();
-      await store.append(sessionId, [small(sessionId, index)]);
-      times.push(performance.now() - begin);
-    }
-  }
+  const [empty = [], after = []] = await interleavedAppends(store, ['empty', 'big'], samples);
   return {
     bigMs,
     emptyMedian: percentile(empty, 0.5),
@@ -148,6 +128,45 @@ async function appendsAfterBigFact(store: EventStore, samples: number) {
     emptyP90: percentile(empty, 0.9),
     afterP90: percentile(after, 0.9),
   };
+}
+
+/**
+ * `samples` awaited one-fact appends (steering facts into the run `startRun` began) to each
+ * session, taking turns, so the sessions see the same machine load: the time of each, per session.
+ */
+async function interleavedAppends(
+  store: EventStore,
+  sessionIds: readonly string[],
+  samples: number,
+): Promise<number[][]> {
+  const times = sessionIds.map((): number[] => []);
+  for (let index = 0; index < samples; index += 1) {
+    for (const [position, sessionId] of sessionIds.entries()) {
+      const fact: NewFact = {
+        ...envelope(sessionId, `${sessionId}_small_${index}`),
+        type: 'steering.received',
+        messageId: `message_${index}`,
+        text: 'Also check the changelog, please.',
+      };
+      const started = performance.now();
+      await store.append(sessionId, [fact]);
+      times[position]?.push(performance.now() - started);
+    }
+  }
+  return times;
+}
+
+/** Starts the benchmark's run in a session (its appends are steering facts into it). */
+async function startRun(store: EventStore, sessionId: string): Promise<void> {
+  await store.append(sessionId, [
+    {
+      ...envelope(sessionId, `${sessionId}_start`),
+      type: 'run.started',
+      input: { text: 'go' },
+      runtimeVersion: '0.1.0',
+      limits,
+    },
+  ]);
 }
 
 function envelope(sessionId: string, id: string) {
@@ -163,41 +182,6 @@ function envelope(sessionId: string, id: string) {
 function percentile(values: readonly number[], at: number): number {
   const sorted = [...values].sort((left, right) => left - right);
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * at))] ?? Number.NaN;
-}
-
-/** Median of `samples` awaited one-fact appends (steering facts into one open run). */
-async function medianAppend(
-  store: EventStore,
-  sessionId: string,
-  samples: number,
-): Promise<number> {
-  const runId = 'run_bench';
-  const base = { at: '2026-03-02T10:02:11.480Z', sessionId, turnId: 'turn_bench', runId };
-  await store.append(sessionId, [
-    {
-      ...base,
-      id: `${sessionId}_bench_start`,
-      type: 'run.started',
-      input: { text: 'go' },
-      runtimeVersion: '0.1.0',
-      limits,
-    },
-  ]);
-  const times: number[] = [];
-  for (let index = 0; index < samples; index += 1) {
-    const fact: NewFact = {
-      ...base,
-      id: `${sessionId}_bench_${index}`,
-      type: 'steering.received',
-      messageId: `message_${index}`,
-      text: 'Also check the changelog, please.',
-    };
-    const started = performance.now();
-    await store.append(sessionId, [fact]);
-    times.push(performance.now() - started);
-  }
-  times.sort((left, right) => left - right);
-  return times[Math.floor(times.length / 2)] ?? Number.NaN;
 }
 
 /** Appends per second when `sessions` sessions each append `perSession` facts, one at a time. */
