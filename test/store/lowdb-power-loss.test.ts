@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fact, NewFact } from '../../events/facts.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import { lowdbStore } from '../../store/lowdb-store.ts';
+import { seededRandom } from '../crash/crash-harness.ts';
 import { powerCut } from './power-cut.ts';
 import { type DiskImage, type DiskOp, recordingFs } from './recording-fs.ts';
 import { storeFacts } from './store-facts.ts';
@@ -125,18 +126,6 @@ const scenarios: Scenario[] = [
     },
   },
 ];
-
-/** mulberry32: a small seeded generator, so every cut can be replayed from its seed. */
-function seededRandom(start: number): () => number {
-  let state = start >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /** The runs a session's facts leave open, as `openRuns()` lists them. */
 function openRunsOf(facts: readonly Fact[]) {
