@@ -26,8 +26,8 @@ let tempCounter = 0;
  * `lowdbStore` keeps each session's record (`session.json`) and reads 0.1.0 segments with it.
  *
  * @example
- * const record = new Low(new DurableFileAdapter<SessionRecord>(file), undefined);
- * await record.read();
+ * const record = new Low<SessionRecord | null>(new DurableFileAdapter(file), null);
+ * await record.read(); // record.data: the document, or null when the file does not exist
  */
 export class DurableFileAdapter<TData> implements Adapter<TData> {
   readonly file: string;

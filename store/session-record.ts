@@ -17,9 +17,9 @@ export const sessionRecordFormat = 'turnlog.session/1';
 
 /**
  * A session's record (`session.json` in its folder), rewritten atomically each time the session
- * gets a new segment: which segments exist and where each starts (and, for all but the tail,
- * ends). It is how a deleted, moved or replaced segment is found, since a segment cannot testify
- * to its own absence.
+ * gets a new segment (and by a load that finds it one segment behind, after a crash): which
+ * segments exist and where each starts (and, for all but the tail, ends). It is how a deleted,
+ * moved or replaced segment is found, since a segment cannot testify to its own absence.
  */
 export interface SessionRecord {
   format: typeof sessionRecordFormat;
