@@ -122,7 +122,7 @@ export class SegmentFileAdapter implements Adapter<SegmentFile> {
  * store checks `seq`, session and the header's values), and the torn last line, if any. Throws
  * `StoreCorruptionError` naming the file and line for a complete line that is not what it must be.
  */
-export function parseSegment(
+function parseSegment(
   bytes: Buffer,
   file: string,
 ): { segment: SegmentFile | null; torn: TornTail | undefined } {

@@ -46,11 +46,6 @@ export class SessionSlots {
     return this.#slots.get(sessionId)?.loaded;
   }
 
-  /** Sessions in memory. */
-  get size(): number {
-    return this.#slots.size;
-  }
-
   /**
    * Runs `work` on the loaded session, in call order per session; rejects when the session
    * cannot be loaded. The slot counts as busy until the returned promise settles.
