@@ -116,6 +116,7 @@ export {
   RunSealedError,
   StoreClosedError,
   StoreCorruptionError,
+  StoreError,
   type StoreFinding,
   StoreInputError,
   StoreLockedError,
@@ -123,6 +124,7 @@ export {
 } from './store/event-store.ts';
 export { type LowdbStoreOptions, lowdbStore } from './store/lowdb-store.ts';
 export { type MemoryStoreOptions, memoryStore } from './store/memory-store.ts';
+export type { StoreFileHandle, StoreFs } from './store/store-fs.ts';
 export {
   type WorkspaceTools,
   type WorkspaceToolsOptions,

@@ -256,34 +256,39 @@ export function createRuntime(options: RuntimeOptions) {
      */
     async recover(): Promise<RecoveredRun[]> {
       const report: RecoveredRun[] = [];
-      const findings = await store.findings();
-      const findingsOf = (sessionId: string | undefined) =>
-        findings.filter((finding) => finding.sessionId === sessionId);
+      // openRuns() reads what it needs of every session first: findings() then holds what that
+      // reading found (a session it left out as unreadable, a torn tail it cut).
+      const openRuns = await store.openRuns();
+      const findingsOf = async (sessionId: string | undefined) =>
+        (await store.findings()).filter((finding) => finding.sessionId === sessionId);
       const unreadable = [
         ...new Set(
-          findings.filter((finding) => finding.kind === 'unreadable').map((f) => f.sessionId),
+          (await store.findings())
+            .filter((finding) => finding.kind === 'unreadable')
+            .map((finding) => finding.sessionId),
         ),
       ];
       for (const sessionId of unreadable) {
-        const found = findingsOf(sessionId);
+        const found = await findingsOf(sessionId);
         report.push({
           sessionId,
           runId: undefined,
           interruptedIn: undefined,
           status: 'damaged',
-          damage: found.map((finding) => finding.message),
+          damage: found
+            .filter((finding) => finding.kind === 'unreadable')
+            .map((finding) => finding.message),
           findings: found,
         });
       }
-      for (const open of await store.openRuns()) {
-        if (runs.has(open.sessionId) || unreadable.includes(open.sessionId)) continue;
-        const { sessionId, runId } = open;
+      for (const { sessionId, runId } of openRuns) {
+        if (runs.has(sessionId) || unreadable.includes(sessionId)) continue;
         try {
           const recovered = await withSession(sessionId, () => runs.recover(sessionId, runId));
           if (recovered === undefined) continue;
           report.push(
             recovered.status === 'damaged'
-              ? { ...recovered, findings: findingsOf(sessionId) }
+              ? { ...recovered, findings: await findingsOf(sessionId) }
               : recovered,
           );
         } catch (error) {
@@ -298,7 +303,7 @@ export function createRuntime(options: RuntimeOptions) {
             damage: [
               `recovering the run failed: ${error instanceof Error ? error.message : String(error)}`,
             ],
-            findings: findingsOf(sessionId),
+            findings: await findingsOf(sessionId),
           });
         }
       }

@@ -1,11 +1,4 @@
-import {
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  truncateSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -25,29 +18,45 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/** A store folder with one segment file per fact, so a damaged fact is never in the tail. */
-function storeDir() {
+/**
+ * A lowdbStore folder, and hand edits of what it holds. `segmentSize` 1 puts every fact in a
+ * segment of its own, so a damaged fact is not in the tail (what `openRuns()` reads); with the
+ * default, a small session is all tail.
+ */
+function storeDir(options: { segmentSize?: number } = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), 'turnlog-damage-'));
   dirs.push(dir);
-  const open = () => lowdbStore({ dir, segmentSize: 1 });
-  const segment = (sessionId: string, seq: number) =>
-    path.join(dir, 'sessions', sessionId, `${String(seq - 1).padStart(6, '0')}.json`);
+  const segmentSize = options.segmentSize ?? 256;
+  const open = () => lowdbStore({ dir, segmentSize });
+  /** The segment holding fact `seq`, and the fact's line in it (line 1 is the header). */
+  const where = (sessionId: string, seq: number) => {
+    const index = Math.floor((seq - 1) / segmentSize);
+    const file = path.join(dir, 'sessions', sessionId, `${String(index).padStart(6, '0')}.jsonl`);
+    return { file, line: seq - index * segmentSize + 1 };
+  };
   const files = (sessionId: string) =>
     readdirSync(path.join(dir, 'sessions', sessionId)).map((name) =>
       readFileSync(path.join(dir, 'sessions', sessionId, name), 'utf8'),
     );
-  /** Rewrites the stored fact `seq` of a session, as a hand edit or an older turnlog would have. */
+  /** Replaces the line of fact `seq`, as a hand edit, a bad disk or an older turnlog would. */
+  const editLine = (sessionId: string, seq: number, edit: (line: string) => string) => {
+    const { file, line } = where(sessionId, seq);
+    const lines = readFileSync(file, 'utf8').split('\n');
+    lines[line - 1] = edit(lines[line - 1] ?? '');
+    writeFileSync(file, lines.join('\n'));
+    return file;
+  };
   const editFact = (
     sessionId: string,
     seq: number,
     edit: (fact: Record<string, unknown>) => void,
-  ) => {
-    const file = segment(sessionId, seq);
-    const document = JSON.parse(readFileSync(file, 'utf8')) as { facts: Record<string, unknown>[] };
-    edit(document.facts[0] as Record<string, unknown>);
-    writeFileSync(file, JSON.stringify(document));
-  };
-  return { open, segment, files, editFact };
+  ) =>
+    editLine(sessionId, seq, (line) => {
+      const fact = JSON.parse(line) as Record<string, unknown>;
+      edit(fact);
+      return JSON.stringify(fact);
+    });
+  return { open, files, editLine, editFact };
 }
 
 // Runtimes before and after a restart share one log: their ids must not repeat.
@@ -91,30 +100,28 @@ const bySession = (reports: RecoveredRun[], sessionId: string) =>
 
 describe('runtime.recover() keeps damage where it is', () => {
   it('reports a session whose stored step.completed lacks toolCalls as damaged; the other resumes', async () => {
-    const files = storeDir();
+    const files = storeDir({ segmentSize: 1 });
     const [brokenRun] = await parkSessions(files.open(), ['broken', 'fine']);
-    files.editFact('broken', 3, (fact) => {
+    const file = files.editFact('broken', 3, (fact) => {
       delete fact.toolCalls;
     });
     const before = files.files('broken');
 
     const { runtime } = restarted(files.open());
     const reports = await runtime.recover();
-    expect(bySession(reports, 'broken')).toEqual([
-      {
-        sessionId: 'broken',
-        runId: brokenRun,
-        interruptedIn: undefined,
-        status: 'damaged',
-        damage: [
-          expect.stringContaining('step.completed field toolCalls is missing (expected array)'),
-        ],
-        findings: [],
-      },
+    const [broken] = bySession(reports, 'broken');
+    expect(broken).toMatchObject({
+      sessionId: 'broken',
+      runId: brokenRun,
+      interruptedIn: undefined,
+      status: 'damaged',
+      findings: [{ kind: 'unreadable', sessionId: 'broken', file, line: 2 }],
+    });
+    expect(broken?.status === 'damaged' && broken.damage).toEqual([
+      expect.stringContaining(
+        `${file} line 2 is not valid: the entry for seq 3 (fact fact_3) is not a valid fact: step.completed field toolCalls is missing (expected array)`,
+      ),
     ]);
-    expect((bySession(reports, 'broken')[0] as { damage: string[] }).damage[0]).toContain(
-      `${files.segment('broken', 3)} is not a valid segment: the entry for seq 3`,
-    );
     expect(bySession(reports, 'fine')).toMatchObject([{ status: 'parked' }]);
     const [pending] = await runtime.pending('fine');
     await runtime.decide({ sessionId: 'fine', callId: pending?.callId ?? '', decision: 'allow' });
@@ -137,22 +144,32 @@ describe('runtime.recover() keeps damage where it is', () => {
     expect(files.files('broken')).toEqual(before);
   });
 
-  it('reports a session whose segment file is not valid JSON as damaged; the other resumes', async () => {
+  it('reports a session whose tail segment is not valid JSON as damaged, with its finding; the other resumes', async () => {
     const files = storeDir();
     await parkSessions(files.open(), ['fine', 'torn']);
-    const file = files.segment('torn', 2);
-    truncateSync(file, 20);
+    const file = files.editLine('torn', 2, () => '{"id":"fact_6","seq":');
+    const before = files.files('torn');
 
     const { runtime } = restarted(files.open());
     const reports = await runtime.recover();
-    expect(bySession(reports, 'torn')).toMatchObject([
-      { status: 'damaged', damage: [expect.stringContaining(`${file} is not valid JSON`)] },
+    const [torn] = bySession(reports, 'torn');
+    expect(torn).toMatchObject({
+      sessionId: 'torn',
+      runId: undefined,
+      interruptedIn: undefined,
+      status: 'damaged',
+      findings: [{ kind: 'unreadable', sessionId: 'torn', file, line: 3 }],
+    });
+    expect(torn?.status === 'damaged' && torn.damage).toEqual([
+      torn?.status === 'damaged' ? torn.findings[0]?.message : '',
     ]);
+    expect(torn?.status === 'damaged' && torn.damage[0]).toContain(`${file} line 3 is not valid`);
     expect(bySession(reports, 'fine')).toMatchObject([{ status: 'parked' }]);
     await expect(runtime.stop({ sessionId: 'torn' })).rejects.toSatisfy(
       DamagedSessionError.isInstance,
     );
     await runtime.close();
+    expect(files.files('torn')).toEqual(before);
   });
 
   it('reports a decision reason an older turnlog recorded as a number as damaged, on every restart, writing nothing', async () => {
@@ -201,7 +218,6 @@ describe('runtime.recover() keeps damage where it is', () => {
       expect(await runtime.recover()).toMatchObject([
         {
           sessionId: 'old',
-          runId: asked.runId,
           status: 'damaged',
           damage: [
             expect.stringContaining('tool.permission.decided field reason must be string, not 42'),
