@@ -114,6 +114,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
       store,
       facts: () => driver.facts,
       commit: (draft) => driver.commit(draft),
+      commitAll: (drafts) => driver.commitAll(drafts),
       signal: controller.signal,
       generateId,
       random: options.random,

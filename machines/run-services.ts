@@ -1,6 +1,6 @@
 import { fromCallback } from 'xstate';
 import type { ModelAdapter, ModelStepRequest } from '../adapters/model-adapter.ts';
-import type { CommitFact, Fact, RunLimits, TransientEvent } from '../events/facts.ts';
+import type { CommitFact, Fact, FactDraft, RunLimits, TransientEvent } from '../events/facts.ts';
 import type { IdGenerator } from '../events/ids.ts';
 import type { ModelToolDefinition } from '../events/messages.ts';
 import type { EventStore } from '../store/event-store.ts';
@@ -20,6 +20,8 @@ export interface RunServices {
   /** The session's facts, kept current by the run driver. */
   facts: () => readonly Fact[];
   commit: CommitFact;
+  /** Commits facts in one append; the machine sees none of them before all are durable. */
+  commitAll: (drafts: readonly FactDraft[]) => Promise<boolean[]>;
   /** Aborted when a stop is committed (I10). */
   signal: AbortSignal;
   generateId: IdGenerator;

@@ -1,6 +1,7 @@
 import type {
   CommitFact,
   Fact,
+  FactDraft,
   PermissionDecision,
   RunLimits,
   ToolCallRecord,
@@ -106,18 +107,21 @@ export interface SettleContext {
   signal: AbortSignal;
   /** Commit, then transition: resolves `false` when the fact was not taken. */
   commit: CommitFact;
-  /** The session's facts so far (for the loop gate). */
+  /** The session's facts so far (for the loop gate), the run driver's own array: not a copy. */
   facts: readonly Fact[];
 }
 
 /** The tool runtime: the one place a tool executes. */
 export interface ToolRuntime {
   /**
-   * Validation, loop gate and permission for one call of a completed step. Commits exactly one
-   * of: `tool.settled` (withheld, invalid, unknown tool, refused by the loop gate),
-   * `tool.permission.decided` (`by: 'policy'`, allow or deny) or `tool.permission.requested`.
+   * Validation, loop gate and permission for one call of a completed step. Returns, without
+   * committing it, the one fact that decides the call: `tool.settled` (withheld, invalid,
+   * unknown tool, refused by the loop gate, a failing permission), `tool.permission.decided`
+   * (`by: 'policy'`, allow or deny) or `tool.permission.requested`. The step's actor commits
+   * every call's decision in the same append as `step.completed`; the loop gate reads
+   * `context.facts`, the log before the step.
    */
-  decide(call: ToolCallRecord, context: SettleContext): Promise<void>;
+  decide(call: ToolCallRecord, context: SettleContext): Promise<FactDraft>;
   /**
    * Settles a call whose decision is in the log. `allow`: validate again (the hash must match
    * the decision), commit `tool.started`, execute once, commit `tool.settled`; when

@@ -138,12 +138,8 @@ describe('turnMachine', () => {
     const run = drive();
     run.send(stepStarted());
     expect(run.send(stepCompleted([call('c1'), call('c2')]))).toBe('settlingTools.deciding');
-    expect(
-      run.started.filter((actor) => actor.src === 'settleTool').map((actor) => actor.input),
-    ).toEqual([
-      { phase: 'decide', sessionId: 'session_1', runId: 'run_1', stepId: 'step_1', callId: 'c1' },
-      { phase: 'decide', sessionId: 'session_1', runId: 'run_1', stepId: 'step_1', callId: 'c2' },
-    ]);
+    // The decisions come in the write of step.completed: no decider is started for them.
+    expect(run.started.filter((actor) => actor.src === 'settleTool')).toEqual([]);
     expect(run.send(allow('c1'))).toBe('settlingTools.deciding');
     expect(run.send(allow('c2'))).toBe('settlingTools.running');
     const runners = run.started.filter(
@@ -502,6 +498,26 @@ describe('turnMachine', () => {
         status: 'aborted',
         reason: 'stop_requested',
       });
+    });
+
+    it('a write cut after step.completed: recovery decides the calls the log has no decision for', () => {
+      const run = drive();
+      run.send(stepStarted());
+      run.send(stepCompleted([call('c1'), call('c2')]));
+      run.send(allow('c1'));
+      expect(
+        run.send({
+          type: 'run.recovered',
+          interrupted: 'settlingTools.deciding',
+          indeterminate: [],
+        }),
+      ).toBe('settlingTools.deciding');
+      expect(
+        run.started.filter((actor) => actor.src === 'settleTool').map((actor) => actor.input),
+      ).toEqual([
+        { phase: 'decide', sessionId: 'session_1', runId: 'run_1', stepId: 'step_1', callId: 'c2' },
+      ]);
+      expect(run.send(allow('c2'))).toBe('settlingTools.running');
     });
 
     it('a started, unsettled call becomes indeterminate and waits for report-unknown', () => {
