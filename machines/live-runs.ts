@@ -4,6 +4,7 @@ import type { Fact, RunLimits } from '../events/facts.ts';
 import type { IdGenerator } from '../events/ids.ts';
 import type { ModelToolDefinition } from '../events/messages.ts';
 import { type LogDamage, planRecovery } from '../events/plan-recovery.ts';
+import { createHistoryProjection } from '../events/project-history.ts';
 import type { EventStore } from '../store/event-store.ts';
 import type { ToolRuntime } from '../tools/tool.ts';
 import { foldRun, ReplayDivergenceError } from './rehydrate.ts';
@@ -113,6 +114,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
       limits,
       store,
       facts: () => driver.facts,
+      history: createHistoryProjection(),
       commit: (draft) => driver.commit(draft),
       commitAll: (drafts) => driver.commitAll(drafts),
       signal: controller.signal,

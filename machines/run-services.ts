@@ -3,6 +3,7 @@ import type { ModelAdapter, ModelStepRequest } from '../adapters/model-adapter.t
 import type { CommitFact, Fact, FactDraft, RunLimits, TransientEvent } from '../events/facts.ts';
 import type { IdGenerator } from '../events/ids.ts';
 import type { ModelToolDefinition } from '../events/messages.ts';
+import type { HistoryProjection } from '../events/project-history.ts';
 import type { EventStore } from '../store/event-store.ts';
 import type { ToolRuntime } from '../tools/tool.ts';
 
@@ -19,6 +20,8 @@ export interface RunServices {
   store: EventStore;
   /** The session's facts, kept current by the run driver. */
   facts: () => readonly Fact[];
+  /** The run's history projection: each request reads only the facts since the previous one. */
+  history: HistoryProjection;
   commit: CommitFact;
   /** Commits facts in one append; the machine sees none of them before all are durable. */
   commitAll: (drafts: readonly FactDraft[]) => Promise<boolean[]>;
