@@ -34,8 +34,12 @@ export interface TurnHandle {
 
 /** The `done` payload of a run, projected from the session's facts. */
 export function turnResult(facts: readonly Fact[], runId: string): TurnResult {
-  const run = projectTurn(facts).runs.find((candidate) => candidate.runId === runId);
-  const ended = facts.findLast((fact) => fact.type === 'run.ended' && fact.runId === runId);
+  // The run's own facts, read back from its end: a run's view depends on nothing else, and a
+  // long session's earlier runs would make every run's end cost more.
+  const first = facts.findLastIndex((fact) => fact.type === 'run.started' && fact.runId === runId);
+  const runFacts = facts.slice(Math.max(first, 0)).filter((fact) => fact.runId === runId);
+  const run = projectTurn(runFacts).runs.find((candidate) => candidate.runId === runId);
+  const ended = runFacts.findLast((fact) => fact.type === 'run.ended');
   if (run === undefined || ended?.type !== 'run.ended') {
     throw new Error(`turn result: run ${runId} has not ended`);
   }
