@@ -1,7 +1,6 @@
 import type { LanguageModelV3, LanguageModelV4, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { stepCountIs, streamText, wrapLanguageModel } from 'ai';
 import type { ProviderFailure, RequestCapture } from '../events/facts.ts';
-import { hashText } from '../events/json.ts';
 import { UnsupportedModelError } from './adapter-errors.ts';
 import { createEventQueue, type EventQueue } from './event-queue.ts';
 import { resolveFinishReason } from './finish-reason.ts';
@@ -14,6 +13,7 @@ import type {
   ModelStepRequest,
 } from './model-adapter.ts';
 import { classifyProviderError, streamInterruptedFailure } from './provider-error.ts';
+import { createRequestHasher } from './request-hash.ts';
 import { createStreamRecorder, type StreamRecorder } from './stream-recorder.ts';
 
 /** An AI SDK language model object: specification v3 (ai@6 providers) or v4 (ai@7 providers). */
@@ -54,6 +54,7 @@ export function aiSdkAdapter(
   assertLanguageModel(model);
   const provider = model.provider;
   const modelId = model.modelId;
+  const hashRequest = createRequestHasher();
 
   function capture(request: Omit<ModelStepRequest, 'abortSignal'>): RequestCapture {
     // The hash identifies what is sent: the abort signal and the idle limit are not.
@@ -68,8 +69,9 @@ export function aiSdkAdapter(
       messageCount: request.messages.length,
       tools: request.tools.map((tool) => tool.name),
       activeTools: request.activeTools === undefined ? undefined : [...request.activeTools],
-      // Built by turnlog's own projection, so its key order is stable: no sorting needed.
-      inputHash: hashText(JSON.stringify(body)),
+      // Built by turnlog's own projection, so its key order is stable: no sorting needed. The
+      // hasher resumes from the previous request's messages (the same, unchanged objects).
+      inputHash: hashRequest(body),
     };
   }
 
