@@ -74,7 +74,14 @@ export function createRunDriver(options: RunDriverOptions) {
   endedPromise.catch(() => {});
 
   const lastSeq = () => facts.at(-1)?.seq ?? 0;
-  const knownIds = new Set(facts.map((fact) => fact.id));
+  // Ids a proposal may repeat are the run's own (deterministic ids name the run's steps): read
+  // the run's facts back from the end, not the whole session.
+  const knownIds = new Set<string>();
+  for (let index = facts.length - 1; index >= 0; index -= 1) {
+    const fact = facts[index] as Fact;
+    if (fact.runId === runId) knownIds.add(fact.id);
+    if (fact.type === 'run.started' && fact.runId === runId) break;
+  }
 
   const envelope = (draft: FactDraft, state: string): NewFact =>
     ({

@@ -20,12 +20,12 @@ interface RunState {
   recent: Map<string, SettledCall[]>;
 }
 
-/** How far the gate has read one facts array, and what it found. */
+/** How far the gate has read one run in one facts array, and what it found. */
 interface Cursor {
   read: number;
   /** The last fact read: a different one at that index means the array is not the one read. */
   last: Fact | undefined;
-  runs: Map<string, RunState>;
+  run: RunState;
 }
 
 /** The loop gate's question: may this call run, or did the identical call fail twice in a row? */
@@ -48,39 +48,44 @@ export interface LoopGate {
 }
 
 /**
- * A loop gate that reads each facts array once: it remembers how far it read an array (a run
- * driver's log only grows) and reads only the facts appended since, so asking costs the same on
- * top of 10,000 facts as on top of 10. An array that no longer starts with what was read (a
- * copy, a different log) is read again from the start.
+ * A loop gate that reads each run of each facts array once: it remembers how far it read (a run
+ * driver's log only grows), starts at the run's `run.started` and reads only the facts appended
+ * since, so asking costs the same on top of 10,000 facts as on top of 10. An array that no
+ * longer holds what was read (a copy, a different log) is read again.
  *
  * @example
  * const gate = createLoopGate();
  * gate.isRepeatedFailure({ facts, runId, name: 'make', inputHash }); // true after two identical failures
  */
 export function createLoopGate(): LoopGate {
-  const cursors = new WeakMap<readonly Fact[], Cursor>();
+  const cursors = new WeakMap<readonly Fact[], Map<string, Cursor>>();
 
-  function cursorFor(facts: readonly Fact[]): Cursor {
-    let cursor = cursors.get(facts);
+  function runState(facts: readonly Fact[], runId: string): RunState {
+    let runs = cursors.get(facts);
+    if (runs === undefined) {
+      runs = new Map();
+      cursors.set(facts, runs);
+    }
+    let cursor = runs.get(runId);
     if (
       cursor === undefined ||
       facts.length < cursor.read ||
       (cursor.read > 0 && facts[cursor.read - 1] !== cursor.last)
     ) {
-      cursor = { read: 0, last: undefined, runs: new Map() };
-      cursors.set(facts, cursor);
+      cursor = { read: runStart(facts, runId), last: undefined, run: emptyRun() };
+      runs.set(runId, cursor);
     }
     for (; cursor.read < facts.length; cursor.read += 1) {
       const fact = facts[cursor.read] as Fact;
-      observe(cursor.runs, fact);
+      if (fact.runId === runId) observe(cursor.run, fact);
       cursor.last = fact;
     }
-    return cursor;
+    return cursor.run;
   }
 
   return {
     isRepeatedFailure({ facts, runId, name, inputHash }) {
-      const recent = cursorFor(facts).runs.get(runId)?.recent.get(name) ?? [];
+      const recent = runState(facts, runId).recent.get(name) ?? [];
       return (
         recent.length === loopGateFailures &&
         recent.every(
@@ -93,17 +98,25 @@ export function createLoopGate(): LoopGate {
   };
 }
 
-function observe(runs: Map<string, RunState>, fact: Fact): void {
-  let run = runs.get(fact.runId);
-  if (run === undefined) {
-    run = {
-      rawInputs: new Map(),
-      validatedHashes: new Map(),
-      startedHashes: new Map(),
-      recent: new Map(),
-    };
-    runs.set(fact.runId, run);
+/** Where run `runId` begins in `facts`: its `run.started`, found from the end (else the start). */
+function runStart(facts: readonly Fact[], runId: string): number {
+  for (let index = facts.length - 1; index >= 0; index -= 1) {
+    const fact = facts[index] as Fact;
+    if (fact.type === 'run.started' && fact.runId === runId) return index;
   }
+  return 0;
+}
+
+function emptyRun(): RunState {
+  return {
+    rawInputs: new Map(),
+    validatedHashes: new Map(),
+    startedHashes: new Map(),
+    recent: new Map(),
+  };
+}
+
+function observe(run: RunState, fact: Fact): void {
   // Tool facts refer to the call ids of the latest step.completed: a step's calls all settle
   // before the next request (I6), and call ids repeat across steps.
   if (fact.type === 'step.completed') {
