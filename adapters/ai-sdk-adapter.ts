@@ -1,5 +1,9 @@
 import type { LanguageModelV3, LanguageModelV4, LanguageModelV4StreamPart } from '@ai-sdk/provider';
-import { stepCountIs, streamText, wrapLanguageModel } from 'ai';
+import {
+  filterActiveTools,
+  experimental_streamLanguageModelCall as streamLanguageModelCall,
+  wrapLanguageModel,
+} from 'ai';
 import type { ProviderFailure, RequestCapture } from '../events/facts.ts';
 import { UnsupportedModelError } from './adapter-errors.ts';
 import { createEventQueue, type EventQueue } from './event-queue.ts';
@@ -36,9 +40,11 @@ export interface AiSdkAdapterOptions {
 
 /**
  * A {@link ModelAdapter} over any AI SDK language model. Each `step()` makes exactly one
- * provider request with `streamText` (schema-only tools, `maxRetries: 0`, one step: I4), watches
- * the model's own stream parts with a fresh tool-call guard, and resolves one completion that
- * never rejects.
+ * provider request with the AI SDK's `experimental_streamLanguageModelCall` (one model call:
+ * the SDK's prompt conversion and stream normalization, without `streamText`'s step loop and
+ * retries; schema-only tools: I4), watches the model's own stream parts with a fresh tool-call
+ * guard, and resolves one completion that never rejects. `capture` hashes a request from where
+ * the previous one left off, so it treats the messages it is given as unchanging objects.
  *
  * @example
  * import { createOpenAI } from '@ai-sdk/openai';
@@ -151,24 +157,25 @@ async function runStep({
   let sdkError: { error: unknown } | undefined;
   try {
     const toolNames = new Map<string, string>();
-    const result = streamText({
-      ...settings,
+    const { headers, ...sampling } = settings ?? {};
+    // One model call: no loop, no retries (I4), errors thrown or streamed as data.
+    const { stream } = await streamLanguageModelCall({
+      ...sampling,
+      ...(headers === undefined ? {} : { headers }),
       model: observedModel,
       instructions: request.system,
       messages: toAiSdkMessages(request.messages),
       allowSystemInMessages: true,
-      tools: toAiSdkTools(request.tools),
-      activeTools: request.activeTools,
+      tools: filterActiveTools({
+        tools: toAiSdkTools(request.tools),
+        activeTools: request.activeTools,
+      }),
       maxOutputTokens: request.maxOutputTokens,
       providerOptions: request.providerOptions,
       abortSignal,
-      maxRetries: 0,
-      stopWhen: stepCountIs(1),
-      // Errors are data here: they resolve the completion as `step.failed`, not a log line.
-      onError: () => {},
     });
     // `if` rather than a switch: only these SDK parts matter, and the union grows over versions.
-    for await (const part of result.fullStream) {
+    for await (const part of stream) {
       if (part.type === 'text-delta' && part.text.length > 0) {
         events.push({ type: 'text.delta', text: part.text });
       } else if (part.type === 'reasoning-delta' && part.text.length > 0) {
