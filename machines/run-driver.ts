@@ -8,7 +8,7 @@ import {
 import type { Fact, FactDraft, FactOf, NewFact } from '../events/facts.ts';
 import type { IdGenerator } from '../events/ids.ts';
 import type { EventStore } from '../store/event-store.ts';
-import { pureTransition } from './pure-transition.ts';
+import { type HeldTransition, heldTransition, pureTransition } from './pure-transition.ts';
 import { stateToString } from './state-path.ts';
 import type { TurnInput, TurnOutcome } from './turn-context.ts';
 import type { turnMachine } from './turn-machine.ts';
@@ -45,20 +45,25 @@ interface Proposal {
 interface Planned {
   proposal: Proposal | undefined;
   fact: NewFact;
+  /** The live actor's transition on it, computed already and held until the fact is durable. */
+  held: HeldTransition<TurnSnapshot> | undefined;
 }
 
 /**
  * Commit, then transition (I3). The driver owns one run's live actor. Facts that actors propose
  * while an append is in flight wait and go out together in the next append (a per-run group
  * commit); `commitAll` proposes facts that must share one append. For each append the driver
- * folds the proposals in order with the pure transition, which gives each fact the `state` it
- * leads to and drops the ones the machine would not take (late output after a stop, I10; a
- * second settlement), appends them in one write, and only then sends them, in order, to the
- * live actor: the machine sees a fact only once the whole write is durable. When the fold
- * reaches `terminal`, the single `run.ended` (I7) joins the same append.
+ * folds the proposals in order through the machine, which gives each fact the `state` it leads
+ * to and drops the ones the machine would not take (late output after a stop, I10; a second
+ * settlement), appends them in one write, and only then hands them, in order, to the live
+ * actor: the machine sees a fact only once the whole write is durable. The fold computes the
+ * live actor's own transitions with their effects held (`heldTransition`), so a fact costs one
+ * XState transition, which the actor adopts once the fact is durable. When the fold reaches
+ * `terminal`, the single `run.ended` (I7) joins the same append.
  */
 export function createRunDriver(options: RunDriverOptions) {
   const { store, machine, sessionId, turnId, runId, facts, now, generateId } = options;
+  const holdsTransitions = options.inspect === undefined;
   let actor: TurnActor | undefined;
   let queue: Promise<unknown> = Promise.resolve();
   const pending: Proposal[] = [];
@@ -155,8 +160,9 @@ export function createRunDriver(options: RunDriverOptions) {
     return results;
   }
 
-  /** Folds the proposals with the pure transition: which are taken, and the state each leads to. */
-  function plan(batch: readonly Proposal[], from: TurnSnapshot): Planned[] {
+  /** Folds the proposals through the machine: which are taken, and the state each leads to. */
+  function plan(batch: readonly Proposal[], live: TurnActor): Planned[] {
+    const from = live.getSnapshot();
     const planned: Planned[] = [];
     const ids = new Set<string>();
     let snapshot = from;
@@ -167,15 +173,23 @@ export function createRunDriver(options: RunDriverOptions) {
       const fact = envelope(draft, '');
       // The store assigns this same seq: appends are serialized and checked with expectedSeq.
       const probe = { ...fact, seq: lastSeq() + planned.length + 1 } as Fact;
-      const next = pureTransition(machine, snapshot, probe);
+      // With an inspector attached, the live actor computes its own transition when it takes
+      // the fact, so the inspector sees every microstep in order; otherwise the live actor's
+      // transition is computed here, once, and held until the fact is durable.
+      const held = holdsTransitions ? heldTransition(live, snapshot, probe) : undefined;
+      const next = held?.snapshot ?? pureTransition(machine, snapshot, probe);
       // XState returns the very same snapshot when no transition takes the event.
       if (next === snapshot) continue;
       ids.add(fact.id);
-      planned.push({ proposal, fact: { ...fact, state: stateToString(next.value) } as NewFact });
+      planned.push({
+        proposal,
+        fact: { ...fact, state: stateToString(next.value) } as NewFact,
+        held,
+      });
       snapshot = next;
     }
     if (snapshot.status === 'done' && ended === undefined) {
-      planned.push({ proposal: undefined, fact: runEnded(snapshot) });
+      planned.push({ proposal: undefined, fact: runEnded(snapshot), held: undefined });
     }
     return planned;
   }
@@ -187,7 +201,7 @@ export function createRunDriver(options: RunDriverOptions) {
   async function commitBatch(batch: Proposal[]) {
     try {
       if (actor === undefined) throw new Error('run driver: commit before the run started');
-      const planned = plan(batch, actor.getSnapshot());
+      const planned = plan(batch, actor);
       const stored = planned.length === 0 ? [] : await write(planned.map((entry) => entry.fact));
       // Everything is durable: only now does the machine see the facts, in order.
       for (const [index, fact] of stored.entries()) {
@@ -196,7 +210,7 @@ export function createRunDriver(options: RunDriverOptions) {
           continue;
         }
         record(fact);
-        adopt(fact);
+        adopt(fact, planned[index]?.held);
         planned[index]?.proposal?.settle(true);
       }
       // The others were not taken (settling a taken one again changes nothing).
@@ -208,9 +222,9 @@ export function createRunDriver(options: RunDriverOptions) {
   }
 
   /** The live actor takes a durable fact and must reach the state the fact recorded. */
-  function adopt(fact: Fact) {
+  function adopt(fact: Fact, held: HeldTransition<TurnSnapshot> | undefined) {
     const live = actor as TurnActor;
-    live.send(fact);
+    if (held?.adopt(fact) !== true) live.send(fact);
     const liveState = stateToString(live.getSnapshot().value);
     if (liveState !== fact.state) {
       throw new Error(
