@@ -14,26 +14,40 @@ import type {
   ToolResultPart,
 } from '../events/messages.ts';
 
+// A message object converts to the same AI SDK message every time: a run's history hands the
+// previous request's message objects to the next request, so each is converted once.
+const converted = new WeakMap<ModelMessage, AiSdkMessage>();
+
 /**
  * Converts turnlog messages to AI SDK messages. Every part keeps its provider options
  * (reasoning signatures, OpenAI `itemId`/`reasoningEncryptedContent`, Gemini thought signatures),
- * tool calls keep their ids, and a tool result is text (`error-text` when `isError`).
+ * tool calls keep their ids, and a tool result is text (`error-text` when `isError`). A message
+ * object seen before gives the same AI SDK message (messages are not changed once built).
  */
 export function toAiSdkMessages(messages: readonly ModelMessage[]): AiSdkMessage[] {
-  return messages.map((message): AiSdkMessage => {
-    switch (message.role) {
-      case 'system':
-        return { role: 'system', content: message.content };
-      case 'user':
-        return { role: 'user', content: message.content };
-      case 'assistant':
-        return { role: 'assistant', content: message.content.map(toAiSdkAssistantPart) };
-      case 'tool':
-        return { role: 'tool', content: message.content.map(toAiSdkToolResult) };
-      default:
-        return assertNever(message, 'message');
+  return messages.map((message) => {
+    let result = converted.get(message);
+    if (result === undefined) {
+      result = toAiSdkMessage(message);
+      converted.set(message, result);
     }
+    return result;
   });
+}
+
+function toAiSdkMessage(message: ModelMessage): AiSdkMessage {
+  switch (message.role) {
+    case 'system':
+      return { role: 'system', content: message.content };
+    case 'user':
+      return { role: 'user', content: message.content };
+    case 'assistant':
+      return { role: 'assistant', content: message.content.map(toAiSdkAssistantPart) };
+    case 'tool':
+      return { role: 'tool', content: message.content.map(toAiSdkToolResult) };
+    default:
+      return assertNever(message, 'message');
+  }
 }
 
 /**

@@ -108,6 +108,36 @@ describe('message conversion', () => {
     });
   });
 
+  it('converts a message object once: the same object gives the same AI SDK message', () => {
+    const first = toAiSdkMessages(history);
+    const again = toAiSdkMessages([...history, { role: 'user', content: 'And tomorrow?' }]);
+    expect(again.slice(0, history.length)).toEqual(first);
+    first.forEach((message, index) => {
+      expect(again[index]).toBe(message);
+    });
+    // A new object with the same content is a new message.
+    expect(toAiSdkMessages([{ ...(history[1] as ModelMessage) }])[0]).not.toBe(first[1]);
+  });
+
+  it('hands the same AI SDK messages to every request: the SDK does not change them', async () => {
+    const deepFreeze = (value: unknown): void => {
+      if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+      Object.freeze(value);
+      for (const item of Object.values(value)) deepFreeze(item);
+    };
+    // Reused messages are frozen: an SDK that wrote to one would throw (strict mode) and fail the step.
+    for (const message of toAiSdkMessages(history)) deepFreeze(message);
+    const model = scriptedModel([{ text: 'one' }, { text: 'two' }]);
+    const adapter = aiSdkAdapter(model);
+    for (const expected of ['one', 'two']) {
+      const completion = completed(
+        await adapter.step({ messages: history, tools, abortSignal: signal }).completion,
+      );
+      expect(completion.content).toEqual([{ type: 'text', text: expected }]);
+    }
+    expect(model.requests[1]?.prompt).toEqual(model.requests[0]?.prompt);
+  });
+
   it('hands the tools over as schemas without an execute function', () => {
     const toolSet = toAiSdkTools(tools);
     expect(Object.keys(toolSet)).toEqual(['calculator', 'weather']);
