@@ -2,7 +2,7 @@
 // Pick some by name: npm run bench -- overhead log-size
 // Names: adapter, store, overhead, session-length, log-size, rehydration, parked-memory.
 import { loadavg } from 'node:os';
-import { benchAdapter } from './adapter.ts';
+import { adapterTable, benchAdapter } from './adapter.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
 import { describeMachine } from './machine.ts';
 import { benchOverhead, overheadTable } from './overhead.ts';
@@ -13,23 +13,7 @@ import { benchStore } from './store.ts';
 import { type BenchTable, formatMs, formatTable } from './table.ts';
 
 const benchmarks: Record<string, () => Promise<BenchTable>> = {
-  async adapter() {
-    const result = await benchAdapter();
-    return {
-      title: `Model adapter vs plain streamText, one request of ${result.chunks} chunks`,
-      columns: ['side', 'median', 'ratio', 'target'],
-      rows: [
-        ['plain streamText (fullStream read)', formatMs(result.streamTextMs), '1.00×', ''],
-        [
-          'aiSdkAdapter(model).step()',
-          formatMs(result.adapterMs),
-          `${result.ratio.toFixed(2)}×`,
-          `≤ 1.2×: ${result.ratio <= 1.2 ? 'met' : 'MISSED'}`,
-        ],
-      ],
-      notes: [`medians of ${result.repetitions} interleaved runs after warm-up`],
-    };
-  },
+  adapter: async () => adapterTable(await benchAdapter()),
   async store() {
     const rows = await benchStore();
     return {
