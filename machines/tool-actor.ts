@@ -34,8 +34,9 @@ export function settleContext(
 /**
  * The `settleTool` actor: one phase of one call's settlement by the tool runtime — `decide`
  * (validation, loop gate, permission; only after a recovery, see `providerStep`), `run` (start,
- * execute, settle) or `abandon` (settle a call that will not run). It reports only by committing facts; its last one is the call's
- * `tool.settled` (or, when deciding, the decision). Tools honour the run's stop signal and grace.
+ * execute, settle) or `abandon` (settle a call that will not run). It reports only by
+ * committing facts; its last one is the call's `tool.settled` (or, when deciding, the
+ * decision). Tools honour the run's stop signal and grace.
  */
 export function toolActor(servicesOf: ServicesOf) {
   return fromTask<SettleToolInput>(servicesOf, async (services, input) => {

@@ -4,8 +4,8 @@ import type { Fact, FactDraft, FactOf } from '../../events/facts.ts';
 import { heldTransition } from '../../machines/pure-transition.ts';
 import { stateToString } from '../../machines/state-path.ts';
 import { inputFromRunStarted } from '../../machines/turn-context.ts';
-import { turnMachine } from '../../machines/turn-machine.ts';
 import { factBuilder, runStartedDraft } from '../helpers/fact-builder.ts';
+import { providedMachine } from '../helpers/provided-machine.ts';
 
 /** A live turn machine whose actors record when they start and stop. */
 function liveMachine() {
@@ -16,15 +16,7 @@ function liveMachine() {
       log.push(`start ${name}`);
       return () => log.push(`stop ${name}`);
     });
-  const machine = turnMachine.provide({
-    actors: {
-      prepareStep: record('prepareStep'),
-      providerStep: record('providerStep'),
-      retryTimer: record('retryTimer'),
-      summarize: record('summarize'),
-      settleTool: record('settleTool'),
-    } as never,
-  });
+  const machine = providedMachine(record);
   const fact = factBuilder();
   const runStarted = fact(runStartedDraft('hello')) as FactOf<'run.started'>;
   const actor = createActor(machine, { input: inputFromRunStarted(runStarted) }).start();

@@ -3,8 +3,8 @@ import { createActor, fromCallback } from 'xstate';
 import type { Fact, FactDraft, FactOf, RunLimits, ToolCallRecord } from '../../events/facts.ts';
 import { stateToString } from '../../machines/state-path.ts';
 import { inputFromRunStarted } from '../../machines/turn-context.ts';
-import { turnMachine } from '../../machines/turn-machine.ts';
 import { factBuilder, runStartedDraft } from '../helpers/fact-builder.ts';
+import { providedMachine } from '../helpers/provided-machine.ts';
 
 /** Drives the machine with inert actors that only record how they were started. */
 function drive(limits: Partial<RunLimits> = {}) {
@@ -13,15 +13,7 @@ function drive(limits: Partial<RunLimits> = {}) {
     fromCallback(({ input }: { input: unknown }) => {
       started.push({ src, input });
     });
-  const machine = turnMachine.provide({
-    actors: {
-      prepareStep: record('prepareStep'),
-      providerStep: record('providerStep'),
-      retryTimer: record('retryTimer'),
-      summarize: record('summarize'),
-      settleTool: record('settleTool'),
-    } as never,
-  });
+  const machine = providedMachine(record);
   const fact = factBuilder();
   const runStarted = fact(runStartedDraft('hello', limits)) as FactOf<'run.started'>;
   const actor = createActor(machine, { input: inputFromRunStarted(runStarted) }).start();
