@@ -92,8 +92,13 @@ export function createRunIndex(): RunIndex {
   const runs = new Map<string, RunFacts>();
   const steps = new Map<RunFacts, Map<string, StepFacts>>();
   const lastCompleted = new Map<RunFacts, StepFacts>();
+  // A log holds long stretches of one run: the run of the previous fact is looked up first.
+  let current: { run: RunFacts; steps: Map<string, StepFacts> } | undefined;
 
-  function add(fact: Fact): IndexedFact {
+  function runOf(fact: Fact) {
+    if (current?.run.runId === fact.runId && current.run.sessionId === fact.sessionId) {
+      return current;
+    }
     const key = `${fact.sessionId}\u0000${fact.runId}`;
     let run = runs.get(key);
     if (run === undefined) {
@@ -101,9 +106,14 @@ export function createRunIndex(): RunIndex {
       runs.set(key, run);
       steps.set(run, new Map());
     }
+    current = { run, steps: steps.get(run) ?? new Map<string, StepFacts>() };
+    return current;
+  }
+
+  function add(fact: Fact): IndexedFact {
+    const { run, steps: runSteps } = runOf(fact);
     run.facts.push(fact);
     if (fact.state !== undefined) run.lastState = fact.state;
-    const runSteps = steps.get(run) ?? new Map<string, StepFacts>();
     const filed: IndexedFact = { run, step: undefined, call: undefined };
 
     switch (fact.type) {
