@@ -13,26 +13,42 @@ import type {
   ModelToolDefinition,
   ToolResultPart,
 } from '../events/messages.ts';
+import { samePrefixLength } from './same-prefix.ts';
 
-// A message object converts to the same AI SDK message every time: a run's history hands the
-// previous request's message objects to the next request, so each is converted once.
-const converted = new WeakMap<ModelMessage, AiSdkMessage>();
+/** The last list converted that began with a given message object, and its conversion. */
+interface Converted {
+  messages: ModelMessage[];
+  converted: AiSdkMessage[];
+}
+
+// A run's history hands the previous request's message objects to the next request: what a
+// list shares with the last one converted (by object) is not converted again.
+const byFirstMessage = new WeakMap<ModelMessage, Converted>();
 
 /**
  * Converts turnlog messages to AI SDK messages. Every part keeps its provider options
  * (reasoning signatures, OpenAI `itemId`/`reasoningEncryptedContent`, Gemini thought signatures),
- * tool calls keep their ids, and a tool result is text (`error-text` when `isError`). A message
- * object seen before gives the same AI SDK message (messages are not changed once built).
+ * tool calls keep their ids, and a tool result is text (`error-text` when `isError`). Messages
+ * a list shares with the previous list converted (the same objects, in the same places) give
+ * the same AI SDK messages: only the others are converted (messages do not change once built).
  */
 export function toAiSdkMessages(messages: readonly ModelMessage[]): AiSdkMessage[] {
-  return messages.map((message) => {
-    let result = converted.get(message);
-    if (result === undefined) {
-      result = toAiSdkMessage(message);
-      converted.set(message, result);
-    }
-    return result;
-  });
+  const [first] = messages;
+  if (first === undefined) return [];
+  let last = byFirstMessage.get(first);
+  if (last === undefined) {
+    last = { messages: [], converted: [] };
+    byFirstMessage.set(first, last);
+  }
+  const kept = samePrefixLength(messages, last.messages);
+  last.messages.length = kept;
+  last.converted.length = kept;
+  for (let index = kept; index < messages.length; index += 1) {
+    const message = messages[index] as ModelMessage;
+    last.messages.push(message);
+    last.converted.push(toAiSdkMessage(message));
+  }
+  return [...last.converted];
 }
 
 function toAiSdkMessage(message: ModelMessage): AiSdkMessage {

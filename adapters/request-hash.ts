@@ -1,5 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
 import { hashText } from '../events/json.ts';
+import { samePrefixLength } from './same-prefix.ts';
 
 /** The SHA-256 state of one request's JSON up to the end of the messages hashed so far. */
 interface Hashed {
@@ -38,7 +39,7 @@ export function createRequestHasher(): (body: Record<string, unknown>) => string
     if (
       hashed === undefined ||
       hashed.prefix !== prefix ||
-      !startsWith(messages, hashed.messages)
+      samePrefixLength(messages, hashed.messages) < hashed.messages.length
     ) {
       hashed = { prefix, state: createHash('sha256').update(prefix), messages: [] };
       byFirstMessage.set(first, hashed);
@@ -74,13 +75,4 @@ function around(body: Record<string, unknown>): { prefix: string; suffix: string
     prefix: `{${before.join(',')}`,
     suffix: `]${after.map((part) => `,${part}`).join('')}}`,
   };
-}
-
-/** True when `messages` begins with exactly the objects of `start` (compared by identity). */
-function startsWith(messages: readonly unknown[], start: readonly unknown[]): boolean {
-  if (start.length > messages.length) return false;
-  for (let index = 0; index < start.length; index += 1) {
-    if (messages[index] !== start[index]) return false;
-  }
-  return true;
 }

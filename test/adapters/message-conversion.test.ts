@@ -1,5 +1,6 @@
 import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { aiSdkAdapter } from '../../adapters/ai-sdk-adapter.ts';
 import {
@@ -106,6 +107,32 @@ describe('message conversion', () => {
         },
       ],
     });
+  });
+
+  it('converts lists that grow, shrink and change exactly as it converts each list afresh', () => {
+    const pool: ModelMessage[] = [
+      ...history,
+      { role: 'user', content: 'And tomorrow?' },
+      { role: 'assistant', content: [{ type: 'text', text: 'Rain.' }] },
+    ];
+    const fresh = (list: ModelMessage[]) =>
+      JSON.parse(JSON.stringify(toAiSdkMessages(list.map((message) => ({ ...message })))));
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.nat({ max: pool.length - 1 }), { maxLength: 8 }), { maxLength: 10 }),
+        (lists) => {
+          // Every list starts with the same first message object, as a run's requests do.
+          for (const picks of lists) {
+            const list = [
+              pool[0] as ModelMessage,
+              ...picks.map((pick) => pool[pick] as ModelMessage),
+            ];
+            expect(JSON.parse(JSON.stringify(toAiSdkMessages(list)))).toEqual(fresh(list));
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 
   it('converts a message object once: the same object gives the same AI SDK message', () => {
