@@ -26,13 +26,15 @@ export function cpuMs(): number {
  * on a warmer or fuller heap), drops the warm-up rounds, and returns each side's samples
  * (wall-clock ms). With `cpu`, each sample's CPU time is pushed there too: on a loaded machine
  * wall time also counts the time the process waited for a core, which penalizes a side that
- * goes back to the event loop more often; CPU time does not.
+ * goes back to the event loop more often; CPU time does not. `prepare` runs untimed before each
+ * run of its side (to build what that run needs, such as a store seeded with a long session).
  */
 export async function interleave<TName extends string>(options: {
   sides: Record<TName, () => Promise<unknown>>;
   rounds: number;
   warmup: number;
   cpu?: Record<TName, number[]>;
+  prepare?: Partial<Record<TName, () => Promise<unknown>>>;
 }): Promise<Record<TName, number[]>> {
   const names = Object.keys(options.sides) as TName[];
   const samples = Object.fromEntries(names.map((name) => [name, []])) as unknown as Record<
@@ -42,6 +44,7 @@ export async function interleave<TName extends string>(options: {
   for (let round = 0; round < options.warmup + options.rounds; round += 1) {
     const order = names.map((_, index) => names[(index + round) % names.length] as TName);
     for (const name of order) {
+      await options.prepare?.[name]?.();
       const cpuBefore = cpuMs();
       const elapsed = await timed(options.sides[name]);
       const cpu = cpuMs() - cpuBefore;
