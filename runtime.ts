@@ -18,7 +18,8 @@ import type { EventStore } from './store/event-store.ts';
 import { lowdbStore } from './store/lowdb-store.ts';
 import { toModelToolDefinitions } from './tools/define-tool.ts';
 import { validateDecision } from './tools/permission-policy.ts';
-import type { PermissionPolicy, ToolSet } from './tools/tool.ts';
+import { type RuntimeTools, splitTools } from './tools/provider-tool.ts';
+import type { PermissionPolicy } from './tools/tool.ts';
 import { createToolRuntime } from './tools/tool-runtime.ts';
 
 /** The version recorded in each `run.started`. */
@@ -40,7 +41,12 @@ export const defaultLimits: RunLimits = {
 export interface RuntimeOptions {
   /** An AI SDK language model (spec v3 or v4) or a `ModelAdapter`. */
   model: AiSdkLanguageModel | ModelAdapter;
-  tools?: ToolSet;
+  /**
+   * turnlog's tools (`defineTool`), and provider-executed tools (`openai.tools.webSearch()`,
+   * `anthropic.tools.webSearch_20250305()`, `google.tools.googleSearch()`), which the provider
+   * runs: turnlog sends them and records their calls and results, never executes them.
+   */
+  tools?: RuntimeTools;
   /** Default: `lowdbStore({ dir: '.turnlog' })`. */
   store?: EventStore;
   system?: string;
@@ -71,8 +77,8 @@ export type { RecoveredRun };
 export function createRuntime(options: RuntimeOptions) {
   const now = options.now ?? Date.now;
   const adapter = toAdapter(options.model, now);
-  const tools = options.tools ?? {};
-  const toolDefinitions = toModelToolDefinitions(tools);
+  const { own: tools, provider: providerTools } = splitTools(options.tools ?? {});
+  const toolDefinitions = [...toModelToolDefinitions(tools), ...providerTools];
   const toolRuntime = createToolRuntime({
     tools,
     ...(options.policy ? { policy: options.policy } : {}),

@@ -26,7 +26,12 @@ export interface ToolMessage {
   content: ToolResultPart[];
 }
 
-export type AssistantPart = TextPart | ReasoningPart | ToolCallPart;
+export type AssistantPart =
+  | TextPart
+  | ReasoningPart
+  | ToolCallPart
+  | ProviderToolCallPart
+  | ProviderToolResultPart;
 
 export interface TextPart {
   type: 'text';
@@ -48,6 +53,25 @@ export interface ToolCallPart {
   providerOptions?: ProviderOptions;
 }
 
+/** A call of a tool the provider ran itself, replayed to that provider only. */
+export interface ProviderToolCallPart {
+  type: 'provider-tool-call';
+  callId: string;
+  name: string;
+  input: JsonValue;
+  providerOptions?: ProviderOptions;
+}
+
+/** The provider's result of its own tool, replayed to that provider only. */
+export interface ProviderToolResultPart {
+  type: 'provider-tool-result';
+  callId: string;
+  name: string;
+  result: JsonValue;
+  isError: boolean;
+  providerOptions?: ProviderOptions;
+}
+
 /** The one result the model sees for a call: `text` is exactly the `tool.settled` text. */
 export interface ToolResultPart {
   type: 'tool-result';
@@ -60,7 +84,24 @@ export interface ToolResultPart {
 
 /** A tool as the model sees it: a name, a description and a JSON Schema. Never an `execute`. */
 export interface ModelToolDefinition {
+  type?: 'function';
   name: string;
   description: string;
   inputSchema: JsonObject;
 }
+
+/**
+ * A tool the provider defines and executes itself (`openai.tools.webSearch()`, Anthropic's web
+ * search, Google search grounding), as plain data: the provider's tool id and its arguments.
+ * turnlog sends it with the request and records what the provider streams of it; it never runs it.
+ */
+export interface ProviderToolDefinition {
+  type: 'provider';
+  name: string;
+  /** The provider's tool id, `<provider>.<tool>`, e.g. `openai.web_search`. */
+  id: `${string}.${string}`;
+  args: JsonObject;
+}
+
+/** Any tool a request carries. */
+export type RequestTool = ModelToolDefinition | ProviderToolDefinition;

@@ -2,7 +2,7 @@ import type { InspectionEvent, Observer } from 'xstate';
 import type { ModelAdapter } from '../adapters/model-adapter.ts';
 import type { Fact, RunLimits } from '../events/facts.ts';
 import type { IdGenerator } from '../events/ids.ts';
-import type { ModelToolDefinition } from '../events/messages.ts';
+import type { RequestTool } from '../events/messages.ts';
 import { type LogDamage, planRecovery } from '../events/plan-recovery.ts';
 import type { EventStore } from '../store/event-store.ts';
 import type { ToolRuntime } from '../tools/tool.ts';
@@ -55,7 +55,7 @@ export interface LiveRunsOptions {
   store: EventStore;
   adapter: ModelAdapter;
   toolRuntime: ToolRuntime;
-  toolDefinitions: ModelToolDefinition[];
+  toolDefinitions: RequestTool[];
   system: string | undefined;
   now: () => number;
   generateId: IdGenerator;
