@@ -127,7 +127,9 @@ describe.each(cases)('$name given to createRuntime', (testCase) => {
       'step.completed',
       'run.ended',
     ]);
-    expect((fake.requests[0]?.body as Body).tools.slice(1)).toEqual(testCase.requestTools);
+    expect(((fake.requests[0] as RecordedFetchRequest).body as Body).tools.slice(1)).toEqual(
+      testCase.requestTools,
+    );
     const completed = facts[2] as FactOf<'step.completed'>;
     // The guard ignores the provider's calls: nothing for turnlog to prove, decide or settle.
     expect(completed.toolCalls).toEqual([]);
@@ -190,7 +192,9 @@ describe('provider tools in createRuntime', () => {
     });
     const turn = await runtime.send({ sessionId: 's1', text: 'news?' });
     expect(await turn.done).toMatchObject({ status: 'completed', reason: 'end_turn' });
-    expect((fake.requests[0]?.body as Body).tools).toEqual([{ googleSearch: {} }]);
+    expect(((fake.requests[0] as RecordedFetchRequest).body as Body).tools).toEqual([
+      { googleSearch: {} },
+    ]);
     await runtime.close();
   });
 
