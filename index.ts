@@ -38,6 +38,8 @@ export type {
   PermissionDecision,
   ProviderFailure,
   ProviderFailureKind,
+  ProviderToolCallContent,
+  ProviderToolResultContent,
   RequestCapture,
   RunLimits,
   RunStatus,
@@ -60,6 +62,10 @@ export type {
   AssistantPart,
   ModelMessage,
   ModelToolDefinition,
+  ProviderToolCallPart,
+  ProviderToolDefinition,
+  ProviderToolResultPart,
+  RequestTool,
   ToolResultPart,
 } from './events/messages.ts';
 export {
@@ -79,7 +85,7 @@ export { ProjectionInputError } from './events/projection-input-error.ts';
 export { TurnlogError } from './events/turnlog-error.ts';
 export { foldRun, ReplayDivergenceError } from './machines/rehydrate.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/turn-channel.ts';
-export type { TurnContext, TurnInput, TurnOutcome } from './machines/turn-context.ts';
+export type { Reason, TurnContext, TurnInput, TurnOutcome } from './machines/turn-context.ts';
 export { turnMachine } from './machines/turn-machine.ts';
 export {
   createRuntime,
@@ -122,10 +128,12 @@ export {
   PermissionVerdictError,
   UnknownDecisionError,
 } from './tools/permission-policy.ts';
+export type { OwnTools, ProviderTool, RuntimeTools } from './tools/provider-tool.ts';
 export type {
   PermissionPolicy,
   PermissionResult,
   PermissionVerdict,
+  PolicyRequest,
   StandardSchemaV1,
   Tool,
   ToolExecuteContext,

@@ -18,7 +18,7 @@ import type { EventStore } from './store/event-store.ts';
 import { lowdbStore } from './store/lowdb-store.ts';
 import { toModelToolDefinitions } from './tools/define-tool.ts';
 import { validateDecision } from './tools/permission-policy.ts';
-import { type RuntimeTools, splitTools } from './tools/provider-tool.ts';
+import { type OwnTools, type RuntimeTools, splitTools } from './tools/provider-tool.ts';
 import type { PermissionPolicy } from './tools/tool.ts';
 import { createToolRuntime } from './tools/tool-runtime.ts';
 
@@ -38,7 +38,7 @@ export const defaultLimits: RunLimits = {
   streamIdleMs: 600_000,
 };
 
-export interface RuntimeOptions {
+export interface RuntimeOptions<TTools extends RuntimeTools = RuntimeTools> {
   /** An AI SDK language model (spec v3 or v4) or a `ModelAdapter`. */
   model: AiSdkLanguageModel | ModelAdapter;
   /**
@@ -46,13 +46,16 @@ export interface RuntimeOptions {
    * `anthropic.tools.webSearch_20250305()`, `google.tools.googleSearch()`), which the provider
    * runs: turnlog sends them and records their calls and results, never executes them.
    */
-  tools?: RuntimeTools;
+  tools?: TTools;
   /** Default: `lowdbStore({ dir: '.turnlog' })`. */
   store?: EventStore;
   system?: string;
   limits?: Partial<RunLimits>;
-  /** Runtime-wide permission policy, consulted after each tool's own permission. */
-  policy?: PermissionPolicy;
+  /**
+   * Runtime-wide permission policy, consulted after each tool's own permission; its `input` is
+   * typed as the named tool's validated input.
+   */
+  policy?: PermissionPolicy<OwnTools<TTools>>;
   /** XState inspection observer (e.g. `createWebSocketInspector().inspect`), passed to `createActor`. */
   inspect?: ((event: InspectionEvent) => void) | Observer<InspectionEvent>;
   /** Clock in ms since the epoch (fact times). Default `Date.now`. */
@@ -74,14 +77,17 @@ export type { RecoveredRun };
  * for await (const event of turn.events) if (event.type === 'text.delta') process.stdout.write(event.text);
  * console.log((await turn.done).status); // 'completed'
  */
-export function createRuntime(options: RuntimeOptions) {
+export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
+  options: RuntimeOptions<TTools>,
+) {
   const now = options.now ?? Date.now;
   const adapter = toAdapter(options.model, now);
   const { own: tools, provider: providerTools } = splitTools(options.tools ?? {});
   const toolDefinitions = [...toModelToolDefinitions(tools), ...providerTools];
   const toolRuntime = createToolRuntime({
     tools,
-    ...(options.policy ? { policy: options.policy } : {}),
+    // The policy is only ever asked about these tools, each with its own validated input.
+    ...(options.policy ? { policy: options.policy as PermissionPolicy } : {}),
   });
   const store = options.store ?? lowdbStore({ dir: '.turnlog' });
   const limits = resolveLimits(options.limits);

@@ -39,9 +39,37 @@ export interface CallState {
   };
 }
 
+/**
+ * Why a run ended, as its `run.ended` records it and `turn.done` reports it:
+ * - `end_turn` (completed): the model ended its turn with a clean `stop` (or `tool-calls`);
+ * - `max_output_tokens`: the final answer was cut at the output token limit;
+ * - `content_filter`: the provider filtered the answer;
+ * - `step_limit`: `maxSteps` steps ran (their calls settled);
+ * - `provider_error`: a step failed and was not retried (its error says why; a cut-off answer
+ *   is one), or finished in a way that does not say the answer is complete;
+ * - `retries_exhausted`: every attempt of a step failed before any output;
+ * - `context_overflow`: the request did not fit the context window, even after compaction;
+ * - `compaction_failed`: summarizing older history failed;
+ * - `interrupted`: a restart found the run's request in flight with no attempt left;
+ * - `stop_requested` (aborted): `stop()` was called;
+ * - `permission_abort` (aborted): a person decided `abort`.
+ */
+export type Reason =
+  | 'end_turn'
+  | 'max_output_tokens'
+  | 'content_filter'
+  | 'step_limit'
+  | 'provider_error'
+  | 'retries_exhausted'
+  | 'context_overflow'
+  | 'compaction_failed'
+  | 'interrupted'
+  | 'stop_requested'
+  | 'permission_abort';
+
 export interface TurnOutcome {
   status: RunStatus;
-  reason: string;
+  reason: Reason;
   error?: ProviderFailure | { message: string };
 }
 

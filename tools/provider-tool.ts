@@ -21,6 +21,14 @@ export interface ProviderTool {
 /** What `createRuntime({ tools })` takes: turnlog's own tools and provider-executed ones. */
 export type RuntimeTools = Record<string, Tool | ProviderTool>;
 
+/** The tools of a `RuntimeTools` that turnlog executes (its provider tools left out). */
+export type OwnTools<TTools extends RuntimeTools> = {
+  [TName in keyof TTools as TTools[TName] extends Tool ? TName : never]: Extract<
+    TTools[TName],
+    Tool
+  >;
+};
+
 /** True for a provider tool object (`type: 'provider'`), whether or not it is usable. */
 export function isProviderTool(tool: unknown): tool is ProviderTool {
   return (
