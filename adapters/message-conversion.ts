@@ -116,10 +116,6 @@ function toAiSdkAssistantPart(part: AssistantPart): Exclude<AssistantContent, st
     case 'reasoning':
       return withOptions({ type: 'reasoning', text: part.text }, part.providerOptions);
     case 'tool-call':
-      return withOptions(
-        { type: 'tool-call', toolCallId: part.callId, toolName: part.name, input: part.input },
-        part.providerOptions,
-      );
     case 'provider-tool-call':
       return withOptions(
         {
@@ -127,7 +123,7 @@ function toAiSdkAssistantPart(part: AssistantPart): Exclude<AssistantContent, st
           toolCallId: part.callId,
           toolName: part.name,
           input: part.input,
-          providerExecuted: true,
+          ...(part.type === 'provider-tool-call' ? { providerExecuted: true } : {}),
         },
         part.providerOptions,
       );

@@ -39,11 +39,11 @@ export interface Usage {
 export type ContentPart =
   | { type: 'text'; text: string; providerOptions?: ProviderOptions }
   | { type: 'reasoning'; text: string; providerOptions?: ProviderOptions }
-  | ProviderToolCallContent
-  | ProviderToolResultContent;
+  | ProviderToolCallPart
+  | ProviderToolResultPart;
 
 /** A call of a provider-executed tool, as the provider streamed it. */
-export interface ProviderToolCallContent {
+export interface ProviderToolCallPart {
   type: 'provider-tool-call';
   callId: string;
   /** The tool's name in the request (or the provider's own name for a tool it added). */
@@ -54,7 +54,7 @@ export interface ProviderToolCallContent {
 }
 
 /** The result of a provider-executed tool, as the provider streamed it. */
-export interface ProviderToolResultContent {
+export interface ProviderToolResultPart {
   type: 'provider-tool-result';
   callId: string;
   name: string;

@@ -1,4 +1,7 @@
+import type { ProviderToolCallPart, ProviderToolResultPart } from './facts.ts';
 import type { JsonObject, JsonValue, ProviderOptions } from './json.ts';
+
+export type { ProviderToolCallPart, ProviderToolResultPart };
 
 /**
  * turnlog's own message format: what `projectHistory` builds from the log and what a
@@ -50,25 +53,6 @@ export interface ToolCallPart {
   callId: string;
   name: string;
   input: JsonValue;
-  providerOptions?: ProviderOptions;
-}
-
-/** A call of a tool the provider ran itself, replayed to that provider only. */
-export interface ProviderToolCallPart {
-  type: 'provider-tool-call';
-  callId: string;
-  name: string;
-  input: JsonValue;
-  providerOptions?: ProviderOptions;
-}
-
-/** The provider's result of its own tool, replayed to that provider only. */
-export interface ProviderToolResultPart {
-  type: 'provider-tool-result';
-  callId: string;
-  name: string;
-  result: JsonValue;
-  isError: boolean;
   providerOptions?: ProviderOptions;
 }
 
