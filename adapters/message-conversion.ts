@@ -212,7 +212,8 @@ function fromAiSdkToolContent(content: ToolContent): ToolResultPart[] {
   });
 }
 
-function withOptions<TPart extends object>(
+/** `part` with `providerOptions` when there are any (no `providerOptions: undefined` key). */
+export function withOptions<TPart extends object>(
   part: TPart,
   providerOptions: Record<string, unknown> | undefined,
 ): TPart & { providerOptions?: ProviderOptions } {

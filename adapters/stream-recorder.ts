@@ -1,7 +1,7 @@
 import type { LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import type { ContentPart, FinishReason, ToolCallRecord, Usage } from '../events/facts.ts';
-import type { JsonValue, ProviderOptions } from '../events/json.ts';
-import { toProviderOptions } from './message-conversion.ts';
+import type { JsonValue } from '../events/json.ts';
+import { toProviderOptions, withOptions } from './message-conversion.ts';
 import { isOutput } from './stream-parts.ts';
 import { createToolCallGuard } from './tool-call-guard.ts';
 
@@ -150,7 +150,8 @@ export function createStreamRecorder({
               type: 'provider-tool-result',
               callId: part.toolCallId,
               name: part.toolName,
-              result: part.result as JsonValue,
+              // A plain-JSON copy: the provider's object may hold `undefined` entries.
+              result: JSON.parse(JSON.stringify(part.result)) as JsonValue,
               isError: part.isError === true,
             },
             toProviderOptions(part.providerMetadata),
@@ -236,13 +237,6 @@ function toContentPart(draft: DraftPart): ContentPart[] {
   // An empty text part carries nothing to replay unless it holds provider options.
   if (draft.type === 'text' && draft.text.length === 0 && providerOptions === undefined) return [];
   return [withOptions({ type: draft.type, text: draft.text }, providerOptions)];
-}
-
-function withOptions<TPart extends ContentPart>(
-  part: TPart,
-  providerOptions: ProviderOptions | undefined,
-): TPart {
-  return providerOptions === undefined ? part : { ...part, providerOptions };
 }
 
 /** A provider tool's input: the JSON it streamed, or its text when that is not JSON. */
