@@ -101,7 +101,13 @@ describe.each(recordedProviders)('cut-off campaign through $name', (provider) =>
     const finishIndex = lines.findIndex(provider.isFinish);
     expect(finishIndex).toBeGreaterThanOrEqual(0);
     const whole = await replay(provider, lines, provider.done);
-    expect(whole.result.status === 'completed' || whole.result.reason === 'step_limit').toBe(true);
+    // Whole, a text answer completes; a tool call runs once and the one allowed step is used up.
+    expect(whole.result).toMatchObject(
+      whole.executions.length > 0
+        ? { status: 'failed', reason: 'step_limit' }
+        : { status: 'completed', reason: 'end_turn' },
+    );
+    expect(whole.trace.filter((line) => line.includes(':withheld'))).toEqual([]);
     let retried = 0;
 
     for (let cut = 0; cut < lines.length; cut += 1) {
