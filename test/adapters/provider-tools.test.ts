@@ -3,11 +3,13 @@ import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createXai } from '@ai-sdk/xai';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import type { AiSdkLanguageModel } from '../../adapters/ai-sdk-adapter.ts';
 import type { ContentPart, Fact, FactOf } from '../../events/facts.ts';
 import { projectHistory } from '../../events/project-history.ts';
 import type { TurnEvent } from '../../machines/turn-channel.ts';
 import { memoryStore } from '../../store/memory-store.ts';
+import { defineTool } from '../../tools/define-tool.ts';
 import type { ProviderTool } from '../../tools/provider-tool.ts';
 import { ToolDefinitionError } from '../../tools/tool-errors.ts';
 import {
@@ -183,6 +185,58 @@ describe.each(cases)('$name given to createRuntime', (testCase) => {
 });
 
 describe('provider tools in createRuntime', () => {
+  it("keeps Anthropic's code execution, the caller of programmatic tool calls, in every next request", async () => {
+    // One recording of 15 responses: code execution calls the app's rollDie 14 times, one call
+    // per response, and its result arrives in the last response (a deferred result).
+    const responses: string[][] = [[]];
+    for (const line of loadFixture('anthropic-programmatic-tool-calling')) {
+      responses.at(-1)?.push(line);
+      if ((JSON.parse(line) as Body).type === 'message_stop') responses.push([]);
+    }
+    const fake = createFakeFetch((_request, index) => sse(responses[index] ?? []));
+    const anthropic = createAnthropic({ apiKey: 'test', fetch: fake.fetch });
+    const rolls: string[] = [];
+    const rollDie = defineTool({
+      description: 'Rolls the die of a player.',
+      inputSchema: z.object({ player: z.string() }),
+      execute: ({ player }) => {
+        rolls.push(player);
+        return 4;
+      },
+    });
+    const runtime = testRuntime(memoryStore(), {
+      model: anthropic('claude-sonnet-4-5'),
+      tools: { rollDie, code_execution: anthropic.tools.codeExecution_20250825() },
+      limits: { maxSteps: 20 },
+    });
+    const turn = await runtime.send({ sessionId: 's1', text: 'Play the dice game.' });
+
+    expect(await turn.done).toMatchObject({ status: 'completed', reason: 'end_turn', steps: 15 });
+    expect(rolls).toHaveLength(14);
+    const completions = (await runtime.facts('s1')).filter(
+      (fact): fact is FactOf<'step.completed'> => fact.type === 'step.completed',
+    );
+    const providerTypes = (step: FactOf<'step.completed'> | undefined) =>
+      providerParts(step?.content ?? []).map((part) => [part.type, part.name, part.callId]);
+    const codeExecution = 'srvtoolu_01MzSrFWsmzBdcoQkGWLyRjK';
+    expect(providerTypes(completions[0])).toEqual([
+      ['provider-tool-call', 'code_execution', codeExecution],
+    ]);
+    expect(providerTypes(completions.at(-1))).toEqual([
+      ['provider-tool-result', 'code_execution', codeExecution],
+    ]);
+    // Every later request holds the code execution block before the call it made.
+    for (const request of fake.requests.slice(1)) {
+      const assistant = (request.body as Body).messages[1].content as Body[];
+      expect(assistant.map((block) => [block.type, block.caller])).toEqual([
+        ['text', undefined],
+        ['server_tool_use', { type: 'direct' }],
+        ['tool_use', { type: 'code_execution_20250825', tool_id: codeExecution }],
+      ]);
+    }
+    await runtime.close();
+  });
+
   it('sends Google search grounding as the googleSearch tool', async () => {
     const fake = createFakeFetch(() => sse(loadFixture('google-text')));
     const google = createGoogleGenerativeAI({ apiKey: 'test', fetch: fake.fetch });
