@@ -16,11 +16,10 @@ import {
 } from './runtime-errors.ts';
 import type { EventStore } from './store/event-store.ts';
 import { lowdbStore } from './store/lowdb-store.ts';
-import { toModelToolDefinitions } from './tools/define-tool.ts';
 import { validateDecision } from './tools/permission-policy.ts';
-import { type OwnTools, type RuntimeTools, splitTools } from './tools/provider-tool.ts';
+import type { OwnTools, RuntimeTools } from './tools/provider-tool.ts';
 import type { PermissionPolicy } from './tools/tool.ts';
-import { createToolRuntime } from './tools/tool-runtime.ts';
+import { createToolSetSource } from './tools/tool-set-source.ts';
 
 /** The version recorded in each `run.started`. */
 export const runtimeVersion = '0.1.0';
@@ -42,11 +41,13 @@ export interface RuntimeOptions<TTools extends RuntimeTools = RuntimeTools> {
   /** An AI SDK language model (spec v3 or v4) or a `ModelAdapter`. */
   model: AiSdkLanguageModel | ModelAdapter;
   /**
-   * turnlog's tools (`defineTool`), and provider-executed tools (`openai.tools.webSearch()`,
+   * The tools: a record, or a function returning one that is read when each run starts (the
+   * run keeps that set until it ends), e.g. `() => ({ ...watch.tools, weather })`. turnlog's
+   * own tools (`defineTool`) and provider-executed ones (`openai.tools.webSearch()`,
    * `anthropic.tools.webSearch_20250305()`, `google.tools.googleSearch()`), which the provider
    * runs: turnlog sends them and records their calls and results, never executes them.
    */
-  tools?: TTools;
+  tools?: TTools | (() => TTools);
   /** Default: `lowdbStore({ dir: '.turnlog' })`. */
   store?: EventStore;
   system?: string;
@@ -82,12 +83,10 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
 ) {
   const now = options.now ?? Date.now;
   const adapter = toAdapter(options.model, now);
-  const { own: tools, provider: providerTools } = splitTools(options.tools ?? {});
-  const toolDefinitions = [...toModelToolDefinitions(tools), ...providerTools];
-  const toolRuntime = createToolRuntime({
-    tools,
-    // The policy is only ever asked about these tools, each with its own validated input.
-    ...(options.policy ? { policy: options.policy as PermissionPolicy } : {}),
+  const tools = createToolSetSource({
+    tools: options.tools,
+    // The policy is only ever asked about the run's own tools, each with its validated input.
+    policy: options.policy as PermissionPolicy | undefined,
   });
   const store = options.store ?? lowdbStore({ dir: '.turnlog' });
   const limits = resolveLimits(options.limits);
@@ -115,8 +114,7 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
   const runs = createLiveRuns({
     store,
     adapter,
-    toolRuntime,
-    toolDefinitions,
+    tools,
     system: options.system,
     now,
     generateId,
