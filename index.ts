@@ -50,6 +50,8 @@ export type {
   PermissionDecision,
   ProviderFailure,
   ProviderFailureKind,
+  ProviderToolCallPart,
+  ProviderToolResultPart,
   RequestCapture,
   RunLimits,
   RunStatus,
@@ -72,6 +74,8 @@ export type {
   AssistantPart,
   ModelMessage,
   ModelToolDefinition,
+  ProviderToolDefinition,
+  RequestTool,
   ToolResultPart,
 } from './events/messages.ts';
 export {
@@ -92,7 +96,7 @@ export { TurnlogError } from './events/turnlog-error.ts';
 export { foldRun, ReplayDivergenceError } from './machines/rehydrate.ts';
 export { stateToString } from './machines/state-path.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/turn-channel.ts';
-export type { TurnContext, TurnInput, TurnOutcome } from './machines/turn-context.ts';
+export type { Reason, TurnContext, TurnInput, TurnOutcome } from './machines/turn-context.ts';
 export { turnMachine } from './machines/turn-machine.ts';
 export {
   createRuntime,
@@ -152,10 +156,12 @@ export {
   PermissionVerdictError,
   UnknownDecisionError,
 } from './tools/permission-policy.ts';
+export type { OwnTools, ProviderTool, RuntimeTools } from './tools/provider-tool.ts';
 export type {
   PermissionPolicy,
   PermissionResult,
   PermissionVerdict,
+  PolicyRequest,
   StandardSchemaV1,
   Tool,
   ToolExecuteContext,

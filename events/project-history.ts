@@ -27,7 +27,8 @@ interface Placed {
  * - each run's input is a user message; each completed step is an assistant message
  *   (its content parts as stored, then its settled calls), followed by one tool message with
  *   the calls' `tool.settled` texts in call order;
- * - reasoning, and provider options on any part, are kept only for the step's own provider;
+ * - reasoning, provider-executed tool calls and results, and provider options on any part, are
+ *   kept only for the step's own provider;
  * - steering is a user message where it arrived; steering the step's request did not include
  *   goes after that step's messages, so a call and its result are never split;
  * - the latest `compaction.completed` replaces every fact up to `throughSeq` by one user
@@ -132,6 +133,11 @@ function contentPart(part: ContentPart, sameProvider: boolean): AssistantPart | 
       return { type: 'reasoning', text: part.text, ...optionsFor(part.providerOptions, true) };
     case 'text':
       return { type: 'text', text: part.text, ...optionsFor(part.providerOptions, sameProvider) };
+    case 'provider-tool-call':
+    case 'provider-tool-result':
+      // A provider's own tool call and result only mean something to that provider (another
+      // would read a call of a tool it does not have); turnlog never ran them.
+      return sameProvider ? part : undefined;
     default:
       return assertNever(part, 'content part');
   }
