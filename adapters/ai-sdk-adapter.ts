@@ -7,7 +7,7 @@ import {
 import type { ProviderFailure, RequestCapture } from '../events/facts.ts';
 import { UnsupportedModelError } from './adapter-errors.ts';
 import { createEventQueue, type EventQueue } from './event-queue.ts';
-import { resolveFinishReason } from './finish-reason.ts';
+import { finishFailure, resolveFinishReason } from './finish-reason.ts';
 import { createIdleTimeout } from './idle-timeout.ts';
 import { toAiSdkMessages, toAiSdkTools } from './message-conversion.ts';
 import type {
@@ -254,22 +254,8 @@ function complete({
     return failed(streamInterruptedFailure('The provider stream ended without a finish.'));
   }
   const finishReason = resolveFinishReason(finish.finishReason);
-  if (finishReason.unified === 'error' || finishReason.unified === 'interrupted') {
-    const spelling =
-      finishReason.raw === undefined ? '' : ` (provider reason "${finishReason.raw}")`;
-    if (finishReason.raw?.toUpperCase() === 'MALFORMED_FUNCTION_CALL') {
-      return failed({
-        kind: 'malformed_tool_call',
-        retryable: false,
-        message: `The provider rejected the model's tool call as malformed${spelling}.`,
-      });
-    }
-    return failed(
-      streamInterruptedFailure(
-        `The provider stream ended with finish reason "${finishReason.unified}"${spelling}.`,
-      ),
-    );
-  }
+  const finishFailed = finishFailure(finishReason);
+  if (finishFailed !== undefined) return failed(finishFailed);
   return {
     type: 'step.completed',
     finishReason,

@@ -1,7 +1,8 @@
-// Memory per parked session: 1,000 and 10,000 sessions parked in awaitingPermission in one
-// runtime, on memoryStore and on lowdbStore; heap growth per session after GC. Each measurement
-// runs in its own child process started with --expose-gc.
-// Run alone: npx node bench/parked-memory.ts
+// Memory per parked session: 1,000 to 100,000 sessions parked in awaitingPermission in one
+// runtime, on memoryStore and on lowdbStore; heap growth per session after GC, and the time of a
+// cold decide() on one of them. Each measurement runs in its own child process started with
+// --expose-gc.
+// Run alone: npx node bench/parked-memory.ts (npx node bench/parked-memory.ts 100000: that row)
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -38,31 +39,49 @@ export interface ParkedMemoryRow {
   rssPerSession: number;
   /** Wall time to send and park all sessions (32 at a time). */
   parkMs: number;
+  /** Heap in use after GC with every session parked (warm-up ones included). */
+  heapUsed: number;
+  /**
+   * Runtime rows: `decide()` on sessions parked first (out of the store's cache, no live actor),
+   * each until its decision is durable: the median and the slowest of 10.
+   */
+  coldDecideMs: { median: number; max: number } | undefined;
+  /** `openRuns()` over every session afterwards (lowdbStore: from the files, after a reopen). */
+  openRunsMs: number;
 }
+
+/** One measurement: a store, who parks the sessions, how many. */
+export type ParkedMemorySpec = Pick<ParkedMemoryRow, 'store' | 'mode' | 'sessions'>;
+
+/** The default rows: both stores at 1,000 and 10,000, lowdbStore at 100,000 too. */
+export const defaultParkedSpecs: ParkedMemorySpec[] = [
+  { store: 'memoryStore', mode: 'runtime', sessions: 1_000 },
+  { store: 'memoryStore', mode: 'runtime', sessions: 10_000 },
+  { store: 'memoryStore', mode: 'store only', sessions: 10_000 },
+  { store: 'lowdbStore', mode: 'runtime', sessions: 1_000 },
+  { store: 'lowdbStore', mode: 'runtime', sessions: 10_000 },
+  { store: 'lowdbStore', mode: 'runtime', sessions: 100_000 },
+  { store: 'lowdbStore', mode: 'store only', sessions: 10_000 },
+];
 
 const warmupSessions = 50;
 const concurrency = 32;
 
 /**
- * Measures every (store, count) pair in a child process of its own, so one measurement's
- * garbage never lands in another's heap.
+ * Measures each spec in a child process of its own, so one measurement's garbage never lands in
+ * another's heap.
  */
 export async function benchParkedMemory(
-  counts: readonly number[] = [1_000, 10_000],
-  stores: readonly ParkedStore[] = ['memoryStore', 'lowdbStore'],
+  specs: readonly ParkedMemorySpec[] = defaultParkedSpecs,
 ): Promise<ParkedMemoryRow[]> {
   const rows: ParkedMemoryRow[] = [];
-  for (const store of stores) {
-    for (const mode of ['runtime', 'store only'] as const) {
-      for (const sessions of mode === 'runtime' ? counts : counts.slice(-1)) {
-        const { stdout } = await promisify(execFile)(
-          process.execPath,
-          ['--expose-gc', fileURLToPath(import.meta.url), '--child', store, mode, String(sessions)],
-          { maxBuffer: 1024 * 1024 },
-        );
-        rows.push(JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as ParkedMemoryRow);
-      }
-    }
+  for (const { store, mode, sessions } of specs) {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--expose-gc', fileURLToPath(import.meta.url), '--child', store, mode, String(sessions)],
+      { maxBuffer: 1024 * 1024 },
+    );
+    rows.push(JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as ParkedMemoryRow);
   }
   return rows;
 }
@@ -91,11 +110,22 @@ async function measure(
     const parkMs = performance.now() - started;
     const heapAfter = await heapAfterGc(gc);
     const rssAfter = process.memoryUsage().rss;
+    const coldDecideMs = mode === 'runtime' ? await coldDecides(runtime, store) : undefined;
 
-    const open = await store.openRuns();
+    // The last session parked was not decided: exactly one pending decision.
     const pending = (await store.read(`parked_${sessions - 1}`)).filter(
       (fact) => fact.type === 'tool.permission.requested',
     );
+    let openRunsStore = store;
+    if (storeName === 'lowdbStore') {
+      // After a restart: from the files alone (one record and one tail per session).
+      await runtime.close();
+      openRunsStore = lowdbStore({ dir });
+    }
+    const listed = performance.now();
+    const open = await openRunsStore.openRuns();
+    const openRunsMs = performance.now() - listed;
+    if (openRunsStore !== store) await openRunsStore.close();
     if (open.length !== warmupSessions + sessions || pending.length !== 1) {
       throw new Error(
         `parked-memory: ${open.length} open runs and ${pending.length} pending decisions, expected ${warmupSessions + sessions} and 1`,
@@ -110,11 +140,42 @@ async function measure(
       bytesPerSession: (heapAfter - heapBefore) / sessions,
       rssPerSession: (rssAfter - rssBefore) / sessions,
       parkMs,
+      heapUsed: heapAfter,
+      coldDecideMs,
+      openRunsMs,
     };
   } finally {
     await runtime.close();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * `decide()` (allow) on the first 10 sessions parked: long out of the store's cache and holding no
+ * actor, so each one reads its session from disk (warm page cache), folds it and commits. Each is
+ * timed alone: the next starts once the run it resumed has parked again at its next call.
+ */
+async function coldDecides(
+  runtime: Runtime,
+  store: EventStore,
+): Promise<{ median: number; max: number }> {
+  const times: number[] = [];
+  for (let index = 0; index < 10; index += 1) {
+    const sessionId = `parked_${index}`;
+    const parkedAgain = new Promise<void>((resolve) => {
+      const stop = store.subscribe(sessionId, (fact) => {
+        if (fact.type !== 'tool.permission.requested') return;
+        stop();
+        resolve();
+      });
+    });
+    const started = performance.now();
+    await runtime.decide({ sessionId, callId: 'call_1', decision: 'allow' });
+    times.push(performance.now() - started);
+    await parkedAgain;
+  }
+  times.sort((left, right) => left - right);
+  return { median: ((times[4] ?? 0) + (times[5] ?? 0)) / 2, max: times.at(-1) ?? 0 };
 }
 
 /** Sends one turn per session, `concurrency` at a time, each read until it asks for permission. */
@@ -170,21 +231,30 @@ export function parkedMemoryTable(rows: ParkedMemoryRow[]): BenchTable {
       'parked by',
       'sessions',
       'heap growth per session',
+      'heap used, all parked',
       'RSS growth per session',
       'time to park all',
+      'cold decide() (median / max of 10)',
+      'openRuns() of all',
     ],
     rows: rows.map((row) => [
       row.store,
       row.mode === 'runtime' ? 'the runtime' : 'no runtime: facts appended to the store',
       row.sessions.toLocaleString('en-US'),
       formatBytes(row.bytesPerSession),
+      formatBytes(row.heapUsed),
       formatBytes(row.rssPerSession),
       formatMs(row.parkMs),
+      row.coldDecideMs === undefined
+        ? ''
+        : `${formatMs(row.coldDecideMs.median)} / ${formatMs(row.coldDecideMs.max)}`,
+      formatMs(row.openRunsMs),
     ]),
     notes: [
       `each row in its own child process (node --expose-gc); ${warmupSessions} sessions are parked first as a warm-up and are in the baseline; heapUsed after five GCs, before and after parking; the turn handles are dropped after reading up to tool.permission.requested`,
       'a session parks at its first tool call (the `add` tool asks): run.started, step.started, step.completed, tool.permission.requested; a parked run holds no actor (the runtime releases it and rehydrates from the log on decide())',
       "memoryStore keeps every fact in the heap by design, so its rows include the log itself; the store-only rows append each parked session's four facts (ids renamed per session) with no runtime, to show how much of the runtime rows is the store's",
+      'lowdbStore keeps at most maxCachedSessions (default 1,000) idle sessions in memory; cold decide(): allow on one of the first sessions parked, out of that cache and holding no actor, until the decision is durable (the page cache is warm); openRuns() of all: after closing the runtime, a new lowdbStore on the folder (one record and one tail read per session)',
     ],
   };
 }
@@ -199,6 +269,10 @@ if (import.meta.main) {
     console.log(JSON.stringify(row));
   } else {
     const { formatTable } = await import('./table.ts');
-    console.log(formatTable(parkedMemoryTable(await benchParkedMemory())));
+    const only = Number(process.argv[2]);
+    const specs = Number.isInteger(only)
+      ? defaultParkedSpecs.filter((spec) => spec.sessions === only && spec.mode === 'runtime')
+      : defaultParkedSpecs;
+    console.log(formatTable(parkedMemoryTable(await benchParkedMemory(specs))));
   }
 }

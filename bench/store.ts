@@ -1,14 +1,16 @@
-// Benchmarks lowdbStore: append latency at two session lengths, throughput with 16 concurrent
-// sessions, and a cold read + projectHistory of a 10,000-fact session.
+// Benchmarks lowdbStore: append latency at two session lengths, small appends after a 10 MB fact
+// against an empty session (interleaved), throughput with 16 concurrent sessions, and a cold
+// read + projectHistory of a 10,000-fact session.
 // Run: npx node bench/store.ts
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { NewFact, RunLimits } from '../events/facts.ts';
+import type { NewFact } from '../events/facts.ts';
 import { projectHistory } from '../events/project-history.ts';
 import type { EventStore } from '../store/event-store.ts';
 import { lowdbStore } from '../store/lowdb-store.ts';
+import { fill, limits } from './store-workload.ts';
 
 /** One measured number of the store benchmark. */
 export interface StoreBenchRow {
@@ -29,16 +31,6 @@ export interface StoreBenchOptions {
   concurrentAppends?: number;
 }
 
-const limits: RunLimits = {
-  maxSteps: 20,
-  maxAttempts: 3,
-  maxOutputTokens: 8192,
-  toolOutputChars: 20_000,
-  contextWindowTokens: 200_000,
-  toolConcurrency: 4,
-  stopGraceMs: 2_000,
-};
-
 /**
  * Measures `lowdbStore` and returns the rows; `bench/run.ts` can call it.
  *
@@ -51,10 +43,17 @@ export async function benchStore(options: StoreBenchOptions = {}): Promise<Store
   const samples = options.samples ?? 100;
   try {
     let store = lowdbStore({ dir });
+    const big = await appendsAfterBigFact(store, samples);
     await fill(store, 'short', 100);
-    const short = await medianAppend(store, 'short', samples);
     await fill(store, 'long', 10_000);
-    const long = await medianAppend(store, 'long', samples);
+    for (const sessionId of ['short', 'long']) await startRun(store, sessionId);
+    const [shortTimes = [], longTimes = []] = await interleavedAppends(
+      store,
+      ['short', 'long'],
+      samples,
+    );
+    const short = percentile(shortTimes, 0.5);
+    const long = percentile(longTimes, 0.5);
     const throughput = await concurrentThroughput(store, 16, options.concurrentAppends ?? 100);
     await fill(store, 'cold', 10_000);
     await store.close();
@@ -70,6 +69,20 @@ export async function benchStore(options: StoreBenchOptions = {}): Promise<Store
       throw new Error('bench: the projection of the cold session is empty');
 
     return [
+      { metric: 'append of one 10 MB fact', value: big.bigMs, unit: 'ms' },
+      { metric: 'median small append, empty session', value: big.emptyMedian, unit: 'ms' },
+      {
+        metric: 'median small append after the 10 MB fact',
+        value: big.afterMedian,
+        unit: 'ms',
+        target: `<= 2x the empty session's (${(big.afterMedian / big.emptyMedian).toFixed(2)}x)`,
+      },
+      {
+        metric: '90th percentile small append after the 10 MB fact',
+        value: big.afterP90,
+        unit: 'ms',
+        target: `empty session's: ${big.emptyP90.toFixed(2)} ms (${(big.afterP90 / big.emptyP90).toFixed(2)}x)`,
+      },
       { metric: 'median append, session of 100', value: short, unit: 'ms' },
       {
         metric: 'median append, session of 10,000',
@@ -91,137 +104,84 @@ export async function benchStore(options: StoreBenchOptions = {}): Promise<Store
   }
 }
 
-/** The facts of one realistic run: a tool step, its settlement, a text step (8 facts). */
-function runFacts(sessionId: string, run: number): NewFact[] {
-  const runId = `run_${run}`;
-  const stepId = `step_${run}_1`;
-  const callId = `call_${run}`;
-  const envelope = (index: number) => ({
-    id: `${sessionId}_${run}_${index}`,
-    at: '2026-03-02T10:02:11.480Z',
-    sessionId,
-    turnId: `turn_${run}`,
-    runId,
-  });
-  const request = (messageCount: number) => ({
-    provider: 'openai.responses',
-    modelId: 'gpt-5-mini',
-    messageCount,
-    tools: ['readFile', 'writeFile', 'listFiles', 'runCommand'],
-    activeTools: undefined,
-    inputHash: 'sha256:6d7d03e80e83b80c61daa9d07fcf35ac',
-  });
-  const usage = { inputTokens: 1204, outputTokens: 96, reasoningTokens: 48, cachedInputTokens: 0 };
-  const text = `Run ${run}: I read the file and here is what it says. ${'Lorem ipsum dolor sit amet. '.repeat(8)}`;
-  return [
-    {
-      ...envelope(1),
-      type: 'run.started',
-      input: { text: `Question ${run}?` },
-      runtimeVersion: '0.1.0',
-      limits,
-    },
-    { ...envelope(2), type: 'step.started', stepId, attempt: 1, request: request(run * 4) },
-    {
-      ...envelope(3),
-      type: 'step.completed',
-      stepId,
-      finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
-      usage,
-      content: [
-        {
-          type: 'reasoning',
-          text: 'Read the file first.',
-          providerOptions: { openai: { itemId: `rs_${run}` } },
-        },
-        { type: 'text', text: 'Reading it.' },
-      ],
-      toolCalls: [
-        { callId, name: 'readFile', input: { path: 'docs/install.md' }, proof: 'raw-bytes' },
-      ],
-      response: { id: `resp_${run}`, modelId: 'gpt-5-mini' },
-    },
-    {
-      ...envelope(4),
-      type: 'tool.started',
-      callId,
-      name: 'readFile',
-      input: { path: 'docs/install.md' },
-      inputHash: 'sha256:033db264',
-    },
-    {
-      ...envelope(5),
-      type: 'tool.settled',
-      callId,
-      name: 'readFile',
-      outcome: 'success',
-      text: `# Install\n${'Run npm install, then npm test. '.repeat(10)}`,
-      truncated: false,
-      durationMs: 3,
-    },
-    {
-      ...envelope(6),
-      type: 'step.started',
-      stepId: `step_${run}_2`,
-      attempt: 1,
-      request: request(run * 4 + 2),
-    },
-    {
-      ...envelope(7),
-      type: 'step.completed',
-      stepId: `step_${run}_2`,
-      finishReason: { unified: 'stop', raw: 'stop' },
-      usage,
-      content: [{ type: 'text', text }],
-      toolCalls: [],
-      response: { id: `resp_${run}_2`, modelId: 'gpt-5-mini' },
-    },
-    { ...envelope(8), type: 'run.ended', status: 'completed', reason: 'end_turn' },
-  ];
+/**
+ * A 10 MB fact, then `samples` small appends after it, interleaved with small appends to an
+ * empty session (same segment size): an append must cost the same whatever the segment holds.
+ */
+async function appendsAfterBigFact(store: EventStore, samples: number) {
+  const huge: NewFact = {
+    ...envelope('big', 'big_huge'),
+    type: 'steering.received',
+    messageId: 'message_huge',
+    text: 'x'.repeat(10 * 1024 * 1024),
+  };
+  await startRun(store, 'big');
+  await startRun(store, 'empty');
+  const started = performance.now();
+  await store.append('big', [huge]);
+  const bigMs = performance.now() - started;
+  const [empty = [], after = []] = await interleavedAppends(store, ['empty', 'big'], samples);
+  return {
+    bigMs,
+    emptyMedian: percentile(empty, 0.5),
+    afterMedian: percentile(after, 0.5),
+    emptyP90: percentile(empty, 0.9),
+    afterP90: percentile(after, 0.9),
+  };
 }
 
-/** Appends whole runs (one append each) until the session holds `length` facts. */
-async function fill(store: EventStore, sessionId: string, length: number): Promise<void> {
-  let lastSeq = (await store.read(sessionId)).length;
-  for (let run = lastSeq / 8 + 1; lastSeq < length; run += 1) {
-    const facts = runFacts(sessionId, run).slice(0, length - lastSeq);
-    lastSeq = (await store.append(sessionId, facts, { expectedSeq: lastSeq })).lastSeq;
-  }
-}
-
-/** Median of `samples` awaited one-fact appends (steering facts into one open run). */
-async function medianAppend(
+/**
+ * `samples` awaited one-fact appends (steering facts into the run `startRun` began) to each
+ * session, taking turns, so the sessions see the same machine load: the time of each, per session.
+ */
+async function interleavedAppends(
   store: EventStore,
-  sessionId: string,
+  sessionIds: readonly string[],
   samples: number,
-): Promise<number> {
-  const runId = 'run_bench';
-  const base = { at: '2026-03-02T10:02:11.480Z', sessionId, turnId: 'turn_bench', runId };
+): Promise<number[][]> {
+  const times = sessionIds.map((): number[] => []);
+  for (let index = 0; index < samples; index += 1) {
+    for (const [position, sessionId] of sessionIds.entries()) {
+      const fact: NewFact = {
+        ...envelope(sessionId, `${sessionId}_small_${index}`),
+        type: 'steering.received',
+        messageId: `message_${index}`,
+        text: 'Also check the changelog, please.',
+      };
+      const started = performance.now();
+      await store.append(sessionId, [fact]);
+      times[position]?.push(performance.now() - started);
+    }
+  }
+  return times;
+}
+
+/** Starts the benchmark's run in a session (its appends are steering facts into it). */
+async function startRun(store: EventStore, sessionId: string): Promise<void> {
   await store.append(sessionId, [
     {
-      ...base,
-      id: `${sessionId}_bench_start`,
+      ...envelope(sessionId, `${sessionId}_start`),
       type: 'run.started',
       input: { text: 'go' },
       runtimeVersion: '0.1.0',
       limits,
     },
   ]);
-  const times: number[] = [];
-  for (let index = 0; index < samples; index += 1) {
-    const fact: NewFact = {
-      ...base,
-      id: `${sessionId}_bench_${index}`,
-      type: 'steering.received',
-      messageId: `message_${index}`,
-      text: 'Also check the changelog, please.',
-    };
-    const started = performance.now();
-    await store.append(sessionId, [fact]);
-    times.push(performance.now() - started);
-  }
-  times.sort((left, right) => left - right);
-  return times[Math.floor(times.length / 2)] ?? Number.NaN;
+}
+
+function envelope(sessionId: string, id: string) {
+  return {
+    id,
+    at: '2026-03-02T10:02:11.480Z',
+    sessionId,
+    turnId: 'turn_bench',
+    runId: 'run_bench',
+  };
+}
+
+function percentile(values: readonly number[], at: number): number {
+  const sorted = [...values].sort((left, right) => left - right);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * at))] ?? Number.NaN;
 }
 
 /** Appends per second when `sessions` sessions each append `perSession` facts, one at a time. */

@@ -30,10 +30,38 @@ export interface Usage {
   cachedInputTokens: number | undefined;
 }
 
-/** A text or reasoning part of an assistant step, with the provider options needed to replay it. */
+/**
+ * A part of an assistant step, in stream order, with the provider options needed to replay it:
+ * text, reasoning, and the calls and results of tools the provider ran itself (web search, code
+ * execution). turnlog never executes a provider tool; its parts are replayed only to the provider
+ * that produced them. (Calls of turnlog's own tools are `ToolCallRecord`s, not content.)
+ */
 export type ContentPart =
   | { type: 'text'; text: string; providerOptions?: ProviderOptions }
-  | { type: 'reasoning'; text: string; providerOptions?: ProviderOptions };
+  | { type: 'reasoning'; text: string; providerOptions?: ProviderOptions }
+  | ProviderToolCallPart
+  | ProviderToolResultPart;
+
+/** A call of a provider-executed tool, as the provider streamed it. */
+export interface ProviderToolCallPart {
+  type: 'provider-tool-call';
+  callId: string;
+  /** The tool's name in the request (or the provider's own name for a tool it added). */
+  name: string;
+  /** The parsed input; the provider's text when it is not JSON. */
+  input: JsonValue;
+  providerOptions?: ProviderOptions;
+}
+
+/** The result of a provider-executed tool, as the provider streamed it. */
+export interface ProviderToolResultPart {
+  type: 'provider-tool-result';
+  callId: string;
+  name: string;
+  result: JsonValue;
+  isError: boolean;
+  providerOptions?: ProviderOptions;
+}
 
 /**
  * How the tool-call guard proved a call complete (`null`: not proved, see `withheld`).

@@ -29,8 +29,9 @@ export function requestSeq(step: StepFacts, completed: FactOf<'step.completed'>)
 
 /**
  * A completed step as messages: its content parts as stored, then its settled calls, followed
- * by one tool message with the calls' `tool.settled` texts in call order. Reasoning and provider
- * options are kept only for the step's own provider.
+ * by one tool message with the calls' `tool.settled` texts in call order. Reasoning,
+ * provider-executed tool calls and results, and provider options are kept only for the step's
+ * own provider.
  */
 export function stepMessages(
   step: StepFacts,
@@ -77,6 +78,11 @@ function contentPart(part: ContentPart, sameProvider: boolean): AssistantPart | 
       return { type: 'reasoning', text: part.text, ...optionsFor(part.providerOptions, true) };
     case 'text':
       return { type: 'text', text: part.text, ...optionsFor(part.providerOptions, sameProvider) };
+    case 'provider-tool-call':
+    case 'provider-tool-result':
+      // A provider's own tool call and result only mean something to that provider (another
+      // would read a call of a tool it does not have); turnlog never ran them.
+      return sameProvider ? part : undefined;
     default:
       return assertNever(part, 'content part');
   }

@@ -18,7 +18,8 @@ export interface ProjectHistoryOptions {
  * - each run's input is a user message; each completed step is an assistant message
  *   (its content parts as stored, then its settled calls), followed by one tool message with
  *   the calls' `tool.settled` texts in call order;
- * - reasoning, and provider options on any part, are kept only for the step's own provider;
+ * - reasoning, provider-executed tool calls and results, and provider options on any part, are
+ *   kept only for the step's own provider;
  * - steering is a user message where it arrived; steering the step's request did not include
  *   goes after that step's messages, so a call and its result are never split;
  * - the latest `compaction.completed` replaces every fact up to `throughSeq` by one user

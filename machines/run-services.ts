@@ -2,7 +2,7 @@ import { fromCallback } from 'xstate';
 import type { ModelAdapter, ModelStepRequest } from '../adapters/model-adapter.ts';
 import type { CommitFact, Fact, FactDraft, RunLimits, TransientEvent } from '../events/facts.ts';
 import type { IdGenerator } from '../events/ids.ts';
-import type { ModelToolDefinition } from '../events/messages.ts';
+import type { RequestTool } from '../events/messages.ts';
 import type { HistoryProjection } from '../events/project-history.ts';
 import type { EventStore } from '../store/event-store.ts';
 import type { ToolRuntime } from '../tools/tool.ts';
@@ -14,7 +14,7 @@ export type PreparedRequest = Omit<ModelStepRequest, 'abortSignal'>;
 export interface RunServices {
   adapter: ModelAdapter;
   toolRuntime: ToolRuntime;
-  toolDefinitions: ModelToolDefinition[];
+  toolDefinitions: RequestTool[];
   /** `hashJson(toolDefinitions)`, recorded in each `step.started`. */
   toolsHash: string;
   system: string | undefined;

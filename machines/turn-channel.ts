@@ -1,5 +1,6 @@
 import type { Fact, RunStatus, TransientEvent, Usage } from '../events/facts.ts';
 import { projectTurn } from '../events/project-turn.ts';
+import type { Reason } from './turn-context.ts';
 
 /** What `turn.events` yields: the run's facts and its transient deltas, in order. */
 export type TurnEvent = Fact | TransientEvent;
@@ -7,8 +8,8 @@ export type TurnEvent = Fact | TransientEvent;
 /** How a run ended, as `turn.done` reports it. */
 export interface TurnResult {
   status: RunStatus;
-  /** Why: `end_turn`, `max_output_tokens`, `step_limit`, `stop_requested`, `provider_error`, … */
-  reason: string;
+  /** Why the run ended (see `Reason`). */
+  reason: Reason;
   /** The text of the run's last completed step: the answer. */
   text: string;
   /** Usage summed over the run's completed steps; a number no step reported stays `undefined`. */
@@ -45,7 +46,8 @@ export function turnResult(facts: readonly Fact[], runId: string): TurnResult {
   }
   return {
     status: ended.status,
-    reason: ended.reason,
+    // Every reason turnlog records is a `Reason` (run.ended stores it as text).
+    reason: ended.reason as Reason,
     text: run.text,
     usage: run.usage,
     steps: run.steps.filter((step) => step.status === 'completed').length,

@@ -197,7 +197,9 @@ export const turnMachine = setup({
   id: 'turn',
   context: ({ input }) => initialContext(input),
   initial: 'projecting',
-  output: ({ context }) => context.outcome ?? { status: 'failed', reason: 'unknown' },
+  // Every transition into `terminal` records an outcome; were one to miss it, the run would end
+  // `interrupted` rather than with a reason outside `Reason`.
+  output: ({ context }) => context.outcome ?? { status: 'failed', reason: 'interrupted' },
   on: {
     'steering.received': { actions: 'recordSteering' },
   },

@@ -1,7 +1,7 @@
-import { open, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Adapter } from 'lowdb';
 import { StoreCorruptionError } from './event-store.ts';
+import { errorCode, nodeStoreFs, type StoreFs, syncFolder } from './store-fs.ts';
 
 /** Options of `DurableFileAdapter`. */
 export interface DurableFileAdapterOptions {
@@ -11,6 +11,8 @@ export interface DurableFileAdapterOptions {
    * power loss.
    */
   fsync?: boolean;
+  /** The file system (default: Node's). */
+  fs?: StoreFs;
 }
 
 /** Temp names are unique per process without a clock or randomness: pid plus a counter. */
@@ -21,24 +23,27 @@ let tempCounter = 0;
  * rename over the file → fsync of the folder, so after a crash the file holds the old document or
  * the new one, never a mix. `read` returns `null` for a missing file and throws
  * `StoreCorruptionError` naming the file for one that does not parse — never an empty document.
+ * `lowdbStore` keeps each session's record (`session.json`) and reads 0.1.0 segments with it.
  *
  * @example
- * const segment = new Low(new DurableFileAdapter<SegmentDocument>(file), undefined);
- * await segment.read();
+ * const record = new Low<SessionRecord | null>(new DurableFileAdapter(file), null);
+ * await record.read(); // record.data: the document, or null when the file does not exist
  */
 export class DurableFileAdapter<TData> implements Adapter<TData> {
   readonly file: string;
   readonly #fsync: boolean;
+  readonly #fs: StoreFs;
 
   constructor(file: string, options: DurableFileAdapterOptions = {}) {
     this.file = file;
     this.#fsync = options.fsync ?? true;
+    this.#fs = options.fs ?? nodeStoreFs;
   }
 
   async read(): Promise<TData | null> {
     let text: string;
     try {
-      text = await readFile(this.file, 'utf8');
+      text = (await this.#fs.readFile(this.file)).toString('utf8');
     } catch (error) {
       if (errorCode(error) === 'ENOENT') return null;
       throw error;
@@ -57,7 +62,7 @@ export class DurableFileAdapter<TData> implements Adapter<TData> {
 
   async write(data: TData): Promise<void> {
     // Serialize first: later changes to `data` do not reach this write.
-    const text = JSON.stringify(data);
+    const bytes = Buffer.from(JSON.stringify(data), 'utf8');
     const folder = path.dirname(this.file);
     tempCounter += 1;
     const temp = path.join(
@@ -65,43 +70,24 @@ export class DurableFileAdapter<TData> implements Adapter<TData> {
       `.${path.basename(this.file)}.tmp-${process.pid}-${tempCounter}`,
     );
     try {
-      const handle = await open(temp, 'w');
+      const handle = await this.#fs.open(temp, 'w');
       try {
-        await handle.writeFile(text, 'utf8');
+        await handle.write(bytes);
         if (this.#fsync) await handle.sync();
       } finally {
         await handle.close();
       }
-      await rename(temp, this.file);
+      await this.#fs.rename(temp, this.file);
     } catch (error) {
-      await unlink(temp).catch(() => {});
+      await this.#fs.unlink(temp).catch(() => {});
       throw error;
     }
     // The rename is durable only once the folder entry is on disk.
-    if (this.#fsync) await syncFolder(folder);
+    if (this.#fsync) await syncFolder(this.#fs, folder);
   }
 }
 
 /** True for a leftover temp file of `DurableFileAdapter` (safe to delete while holding the lock). */
 export function isTempFileName(name: string): boolean {
   return /^\..+\.tmp-\d+-\d+$/.test(name);
-}
-
-/** fsyncs a folder, so entries created, renamed or removed in it survive power loss. */
-export async function syncFolder(folder: string): Promise<void> {
-  const handle = await open(folder, 'r');
-  try {
-    await handle.sync();
-  } catch (error) {
-    // Windows cannot fsync a folder; its renames are as durable as it makes them.
-    if (process.platform !== 'win32') throw error;
-  } finally {
-    await handle.close();
-  }
-}
-
-/** The `code` of a Node system error (`ENOENT`, `EEXIST`, …), if it has one. */
-export function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
 }

@@ -127,11 +127,32 @@ export class RunSealedError extends TurnlogError {
 export class StoreCorruptionError extends TurnlogError {
   static isInstance = isTurnlogErrorNamed<StoreCorruptionError>('StoreCorruptionError');
   readonly file: string;
+  /** The 1-based line of `file` at fault, for a line-oriented file. */
+  readonly line: number | undefined;
 
-  constructor(options: TurnlogErrorOptions & { file: string }) {
+  constructor(options: TurnlogErrorOptions & { file: string; line?: number }) {
     super(options);
     this.name = 'StoreCorruptionError';
     this.file = options.file;
+    this.line = options.line;
+  }
+}
+
+/**
+ * The store cannot use its folder or a file in it: a permission refused, a file where a folder
+ * should be, a read-only or full file system. Names the path and the system's reason (`code`).
+ */
+export class StoreError extends TurnlogError {
+  static isInstance = isTurnlogErrorNamed<StoreError>('StoreError');
+  readonly path: string;
+  /** The system error code (`EACCES`, `ENOTDIR`, `EROFS`, …), when there is one. */
+  readonly code: string | undefined;
+
+  constructor(options: TurnlogErrorOptions & { path: string; code: string | undefined }) {
+    super(options);
+    this.name = 'StoreError';
+    this.path = options.path;
+    this.code = options.code;
   }
 }
 

@@ -1,18 +1,18 @@
-import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Low } from 'lowdb';
 import type { Fact } from '../events/facts.ts';
-import { syncFolder } from './durable-file-adapter.ts';
 import { type OpenRun, StoreWriteError } from './event-store.ts';
+import { summary } from './load-session.ts';
 import {
-  openRunsSummary,
-  type SegmentAdapterFactory,
-  type SegmentDocument,
-  type SegmentExtent,
-  segmentFileName,
+  type SegmentFile,
+  SegmentFileAdapter,
+  type SegmentHeader,
   segmentFormat,
-} from './session-files.ts';
+} from './segment-file-adapter.ts';
+import { segmentFileName } from './session-files.ts';
 import { type SessionLog, trackOpenRun } from './session-log.ts';
+import { recordOf, type SegmentEntry, writeSessionRecord } from './session-record.ts';
+import { type StoreFs, syncFolder } from './store-fs.ts';
 
 /** A session `lowdbStore` knows of: its folder, and its state once loaded. */
 export interface SessionSlot {
@@ -22,6 +22,8 @@ export interface SessionSlot {
   loaded: SessionState | undefined;
   /** Work queued while loading, run in call order once loaded (or failed with the load). */
   queued: { run: (state: SessionState) => void; fail: (error: unknown) => void }[];
+  /** Operations started on the slot and not settled yet: a busy slot is never evicted. */
+  busy: number;
 }
 
 /** A loaded session: every accepted fact in `log`, and how much of it is durable. */
@@ -30,7 +32,9 @@ export interface SessionState {
   /** False until the session's folder exists. */
   onDisk: boolean;
   /** The durable segments, in order. */
-  segments: SegmentExtent[];
+  segments: SegmentEntry[];
+  /** The append-only tail segment (`undefined`: none yet, or a 0.1.0 tail, never appended to). */
+  tail: Low<SegmentFile> | undefined;
   /** Facts through this `seq` are on disk (reads and subscribers see only these). */
   durableSeq: number;
   /** Runs open after `durableSeq`. */
@@ -42,33 +46,36 @@ export interface SessionState {
 let stagingCounter = 0;
 
 /**
- * The write path of `lowdbStore`. Appends only mark their session dirty; one commit, started
- * with `setImmediate`, writes every dirty session — one write per touched segment, however many
- * appends touched it — and then resolves every append it covered. Appends that arrive while a
- * commit is writing go out together in the next one.
+ * The write path of `lowdbStore`. Appends only mark their session dirty; on `setImmediate`,
+ * every dirty session is written, sessions concurrently — one append (one write, one
+ * `fdatasync`) to its tail segment however many appends and facts it covers, or a new segment
+ * when the tail is full — and every append it covered resolves. Appends to a session whose write
+ * is in flight go out together in its next write, which starts as soon as that one is done; a
+ * slow session never holds up the others.
  */
 export class GroupCommit {
+  readonly #fs: StoreFs;
   readonly #sessionsDir: string;
   readonly #segmentSize: number;
-  readonly #createAdapter: SegmentAdapterFactory;
   readonly #publish: (sessionId: string, facts: readonly Fact[]) => void;
   readonly #forget: (slot: SessionSlot) => void;
   readonly #dirty = new Set<SessionSlot>();
-  #running: Promise<void> | undefined;
+  readonly #writing = new Set<SessionSlot>();
+  readonly #running = new Set<Promise<void>>();
   #scheduled = false;
 
   constructor(options: {
+    fs: StoreFs;
     sessionsDir: string;
     segmentSize: number;
-    createAdapter: SegmentAdapterFactory;
     /** Called with facts once they are durable, in `seq` order. */
     publish: (sessionId: string, facts: readonly Fact[]) => void;
     /** Called when a write failed: the store must drop the slot and reload it from disk. */
     forget: (slot: SessionSlot) => void;
   }) {
+    this.#fs = options.fs;
     this.#sessionsDir = options.sessionsDir;
     this.#segmentSize = options.segmentSize;
-    this.#createAdapter = options.createAdapter;
     this.#publish = options.publish;
     this.#forget = options.forget;
   }
@@ -83,101 +90,149 @@ export class GroupCommit {
     });
   }
 
+  /** True while the slot has facts to write or being written. */
+  pending(slot: SessionSlot): boolean {
+    return this.#dirty.has(slot) || this.#writing.has(slot);
+  }
+
   /** Stops tracking a slot the store dropped. */
   discard(slot: SessionSlot): void {
     this.#dirty.delete(slot);
   }
 
-  /** Resolves when no commit is running or due. */
+  /** Resolves when no write is running or due. */
   async idle(): Promise<void> {
-    while (this.#running !== undefined || this.#scheduled || this.#dirty.size > 0) {
-      await (this.#running ?? new Promise((resolve) => setImmediate(resolve)));
+    while (this.#running.size > 0 || this.#scheduled || this.#dirty.size > 0) {
+      await (this.#running.size > 0
+        ? Promise.all(this.#running)
+        : new Promise((resolve) => setImmediate(resolve)));
     }
   }
 
   #schedule(): void {
-    if (this.#scheduled || this.#running !== undefined) return;
+    if (this.#scheduled) return;
     this.#scheduled = true;
-    // setImmediate gathers every append of this tick (and their microtasks) into one commit.
+    // setImmediate gathers every append of this tick (and their microtasks) into one write per
+    // session; a session whose write is in flight goes again as soon as that write is done.
     setImmediate(() => {
       this.#scheduled = false;
-      this.#running = this.#commit().finally(() => {
-        this.#running = undefined;
-        if (this.#dirty.size > 0) this.#schedule();
-      });
+      for (const slot of this.#dirty) {
+        if (this.#writing.has(slot)) continue;
+        this.#dirty.delete(slot);
+        this.#start(slot);
+      }
     });
   }
 
-  async #commit(): Promise<void> {
-    while (this.#dirty.size > 0) {
-      const batch = [...this.#dirty];
-      this.#dirty.clear();
-      await Promise.all(batch.map((slot) => this.#writeSession(slot)));
-    }
+  #start(slot: SessionSlot): void {
+    this.#writing.add(slot);
+    const write: Promise<void> = this.#writeSession(slot).finally(() => {
+      this.#writing.delete(slot);
+      this.#running.delete(write);
+      if (this.#dirty.has(slot)) this.#schedule();
+    });
+    this.#running.add(write);
   }
 
   async #writeSession(slot: SessionSlot): Promise<void> {
     const state = slot.loaded;
     if (state === undefined) return;
-    const { segments, durableSeq } = state;
-    const extents = planSegments(segments, durableSeq, state.log.lastSeq, this.#segmentSize);
-    const openRuns = new Map(state.durableOpenRuns);
+    const target = state.log.lastSeq;
     let file: string | undefined;
     try {
       // Segments go out one after another: a crash between two leaves a prefix, never a gap.
-      for (const extent of extents) {
-        const lastSeq = extent.firstSeq + extent.count - 1;
-        for (const fact of state.log.slice(state.durableSeq + 1, lastSeq)) {
-          trackOpenRun(openRuns, fact);
+      while (state.durableSeq < target) {
+        const tail = state.segments.at(-1);
+        const room =
+          state.tail === undefined || tail === undefined ? 0 : this.#segmentSize - tail.count;
+        const through = Math.min(target, state.durableSeq + (room > 0 ? room : this.#segmentSize));
+        const facts = state.log.slice(state.durableSeq + 1, through);
+        if (room > 0 && state.tail !== undefined && tail !== undefined) {
+          file = (state.tail.adapter as SegmentFileAdapter).file;
+          state.tail.data.facts.push(...facts);
+          await state.tail.write(); // appends only these facts, then fdatasync
+          tail.count += facts.length;
+        } else {
+          file = path.join(slot.folder, segmentFileName(this.#nextIndex(state), 'jsonl'));
+          await this.#createSegment(slot, state, facts);
         }
-        const document: SegmentDocument = {
-          format: segmentFormat,
-          sessionId: slot.sessionId,
-          segment: extent.index,
-          openRuns: openRunsSummary(openRuns),
-          facts: state.log.slice(extent.firstSeq, lastSeq),
-        };
-        file = path.join(slot.folder, segmentFileName(extent.index));
-        await this.#writeSegment(slot, state, document);
-        if (state.segments.at(-1)?.index === extent.index) state.segments.pop();
-        state.segments.push(extent);
-        this.#markDurable(slot, state, lastSeq, openRuns);
+        this.#markDurable(slot, state, through);
       }
     } catch (error) {
       this.#fail(slot, state, error, file);
     }
   }
 
-  async #writeSegment(slot: SessionSlot, state: SessionState, document: SegmentDocument) {
-    const name = segmentFileName(document.segment);
-    if (state.onDisk) {
-      await new Low(this.#createAdapter(path.join(slot.folder, name)), document).write();
-      return;
-    }
-    // A new session appears whole: its folder is renamed into place with its first segment.
-    stagingCounter += 1;
-    const staging = path.join(this.#sessionsDir, `.new-${process.pid}-${stagingCounter}`);
-    await mkdir(staging);
-    try {
-      await new Low(this.#createAdapter(path.join(staging, name)), document).write();
-      await rename(staging, slot.folder);
-    } catch (error) {
-      await rm(staging, { recursive: true, force: true });
-      throw error;
-    }
-    await syncFolder(this.#sessionsDir);
-    state.onDisk = true;
+  #nextIndex(state: SessionState): number {
+    return (state.segments.at(-1)?.index ?? -1) + 1;
   }
 
-  #markDurable(
-    slot: SessionSlot,
-    state: SessionState,
-    seq: number,
-    openRuns: Map<string, OpenRun>,
-  ): void {
+  /**
+   * Starts a segment with `facts`: created and fsynced, its folder entry fsynced, and only then
+   * the record rewritten to list it — so a record never names a segment that a crash could take
+   * back, and the facts are acknowledged only once the record lists their segment.
+   */
+  async #createSegment(slot: SessionSlot, state: SessionState, facts: Fact[]): Promise<void> {
+    const index = this.#nextIndex(state);
+    const name = segmentFileName(index, 'jsonl');
+    const openRuns = summary(state.durableOpenRuns);
+    const header: SegmentHeader = {
+      format: segmentFormat,
+      sessionId: slot.sessionId,
+      segment: index,
+      firstSeq: state.durableSeq + 1,
+      openRuns,
+    };
+    const entry: SegmentEntry = {
+      index,
+      format: 'jsonl',
+      firstSeq: header.firstSeq,
+      count: facts.length,
+      openRuns,
+    };
+    const record = recordOf(slot.sessionId, [...state.segments, entry], state.log);
+    const data: SegmentFile = { header, facts: [...facts] };
+    if (state.onDisk) {
+      const tail = new Low(
+        new SegmentFileAdapter(path.join(slot.folder, name), { fs: this.#fs }),
+        data,
+      );
+      await tail.write();
+      await syncFolder(this.#fs, slot.folder);
+      await writeSessionRecord(this.#fs, slot.folder, record);
+      state.tail = tail;
+    } else {
+      // A new session appears whole: its folder is renamed into place with its first segment
+      // and its record (whose write fsyncs the staging folder, the segment's entry too).
+      stagingCounter += 1;
+      const staging = path.join(this.#sessionsDir, `.new-${process.pid}-${stagingCounter}`);
+      await this.#fs.mkdir(staging);
+      try {
+        await new Low(
+          new SegmentFileAdapter(path.join(staging, name), { fs: this.#fs }),
+          data,
+        ).write();
+        await writeSessionRecord(this.#fs, staging, record);
+        await this.#fs.rename(staging, slot.folder);
+      } catch (error) {
+        await this.#fs.removeFolder(staging).catch(() => {});
+        throw error;
+      }
+      await syncFolder(this.#fs, this.#sessionsDir);
+      state.onDisk = true;
+      const adapter = new SegmentFileAdapter(path.join(slot.folder, name), {
+        fs: this.#fs,
+        written: facts.length,
+      });
+      state.tail = new Low(adapter, data);
+    }
+    state.segments.push(entry);
+  }
+
+  #markDurable(slot: SessionSlot, state: SessionState, seq: number): void {
     const published = state.log.slice(state.durableSeq + 1, seq);
+    for (const fact of published) trackOpenRun(state.durableOpenRuns, fact);
     state.durableSeq = seq;
-    state.durableOpenRuns = new Map(openRuns);
     const ready = state.waiters.filter((waiter) => waiter.seq <= seq);
     state.waiters = state.waiters.filter((waiter) => waiter.seq > seq);
     for (const waiter of ready) waiter.resolve();
@@ -185,8 +240,8 @@ export class GroupCommit {
   }
 
   #fail(slot: SessionSlot, state: SessionState, error: unknown, file: string | undefined): void {
-    // The disk holds the old segment or the new one: drop the slot so the session is reloaded
-    // from disk on next use, and memory never runs ahead of what is stored.
+    // The disk may hold part of the write: drop the slot so the session is reloaded from disk
+    // on next use (a torn line is cut then), and memory never runs ahead of what is stored.
     this.#dirty.delete(slot);
     this.#forget(slot);
     const reason = error instanceof Error ? error.message : String(error);
@@ -198,29 +253,4 @@ export class GroupCommit {
     });
     for (const waiter of state.waiters.splice(0)) waiter.reject(failure);
   }
-}
-
-/** The segments a commit rewrites or creates: fill the tail, then start new ones. */
-export function planSegments(
-  segments: readonly SegmentExtent[],
-  durableSeq: number,
-  target: number,
-  segmentSize: number,
-): SegmentExtent[] {
-  const extents: SegmentExtent[] = [];
-  let next = durableSeq + 1;
-  const tail = segments.at(-1);
-  if (tail !== undefined && tail.count < segmentSize && next <= target) {
-    const count = Math.min(segmentSize, tail.count + target - durableSeq);
-    extents.push({ index: tail.index, firstSeq: tail.firstSeq, count });
-    next = tail.firstSeq + count;
-  }
-  let index = (tail?.index ?? -1) + 1;
-  while (next <= target) {
-    const count = Math.min(segmentSize, target - next + 1);
-    extents.push({ index, firstSeq: next, count });
-    index += 1;
-    next += count;
-  }
-  return extents;
 }

@@ -1,9 +1,9 @@
-import { readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { PartialSnapshot } from '../events/facts.ts';
 import { boundPartial, partialProblem } from './bound-partial.ts';
-import { DurableFileAdapter, errorCode } from './durable-file-adapter.ts';
+import { DurableFileAdapter } from './durable-file-adapter.ts';
 import { sessionFolderName } from './session-files.ts';
+import { errorCode, type StoreFs } from './store-fs.ts';
 
 /**
  * The partial snapshot slots of `lowdbStore`: one small JSON file per session, overwritten by
@@ -12,12 +12,14 @@ import { sessionFolderName } from './session-files.ts';
  * file that does not parse (possible after power loss) reads as no partial.
  */
 export class PartialFiles {
+  readonly #fs: StoreFs;
   readonly #dir: string;
   readonly #maxChars: number;
   /** The last operation per session: operations on one slot run in call order. */
   readonly #chains = new Map<string, Promise<unknown>>();
 
-  constructor(options: { dir: string; maxChars: number }) {
+  constructor(options: { fs: StoreFs; dir: string; maxChars: number }) {
+    this.#fs = options.fs;
     this.#dir = options.dir;
     this.#maxChars = options.maxChars;
   }
@@ -29,9 +31,10 @@ export class PartialFiles {
       sessionId,
     });
     return this.#chain(sessionId, () =>
-      new DurableFileAdapter<PartialSnapshot>(this.#file(sessionId), { fsync: false }).write(
-        bounded,
-      ),
+      new DurableFileAdapter<PartialSnapshot>(this.#file(sessionId), {
+        fsync: false,
+        fs: this.#fs,
+      }).write(bounded),
     );
   }
 
@@ -39,7 +42,7 @@ export class PartialFiles {
     return this.#chain(sessionId, async () => {
       let text: string;
       try {
-        text = await readFile(this.#file(sessionId), 'utf8');
+        text = (await this.#fs.readFile(this.#file(sessionId))).toString('utf8');
       } catch (error) {
         if (errorCode(error) === 'ENOENT') return undefined;
         throw error;
@@ -55,7 +58,7 @@ export class PartialFiles {
 
   clear(sessionId: string): Promise<void> {
     return this.#chain(sessionId, async () => {
-      await unlink(this.#file(sessionId)).catch((error: unknown) => {
+      await this.#fs.unlink(this.#file(sessionId)).catch((error: unknown) => {
         if (errorCode(error) !== 'ENOENT') throw error;
       });
     });

@@ -8,8 +8,8 @@ import {
   writeSync,
 } from 'node:fs';
 import path from 'node:path';
-import { errorCode } from './durable-file-adapter.ts';
 import { StoreLockedError } from './event-store.ts';
+import { errorCode } from './store-fs.ts';
 
 /** The lock of a store directory, held by this process until `release()`. */
 export interface StoreLock {

@@ -54,13 +54,36 @@ export type ToolPermission<TInput> =
       input: TInput,
     ) => PermissionVerdict | PermissionResult | Promise<PermissionVerdict | PermissionResult>);
 
-/** A runtime-wide policy, consulted after the tool's own permission (it may tighten or loosen it). */
-export type PermissionPolicy = (request: {
-  name: string;
-  input: JsonValue;
-  toolVerdict: PermissionResult;
-  sessionId: string;
-}) =>
+/**
+ * What a permission policy is asked about: one call of one of the runtime's tools. A union over
+ * the tools, so checking `name` types `input` as that tool's validated input.
+ */
+export type PolicyRequest<TTools extends ToolSet = ToolSet> = {
+  [TName in keyof TTools & string]: {
+    name: TName;
+    /** A JSON copy of the validated input (schema output): what `tool.started` records. */
+    input: PolicyInput<TTools[TName]>;
+    toolVerdict: PermissionResult;
+    sessionId: string;
+  };
+}[keyof TTools & string];
+
+/** A tool's validated input type, or `JsonValue` where it is not known (`Tool<any>`). */
+type PolicyInput<TTool> =
+  TTool extends Tool<infer TInput> ? (0 extends 1 & TInput ? JsonValue : TInput) : JsonValue;
+
+/**
+ * A runtime-wide policy, consulted after the tool's own permission (it may tighten or loosen
+ * it; `undefined` keeps the tool's verdict). Given to `createRuntime`, its request is typed by
+ * the runtime's tools.
+ *
+ * @example
+ * const policy: PermissionPolicy<{ runCommand: typeof runCommand }> = ({ name, input }) =>
+ *   name === 'runCommand' && input.command === 'rm' ? { verdict: 'deny', reason: 'no rm' } : undefined;
+ */
+export type PermissionPolicy<TTools extends ToolSet = ToolSet> = (
+  request: PolicyRequest<TTools>,
+) =>
   | PermissionVerdict
   | PermissionResult
   | undefined

@@ -86,7 +86,11 @@ describe('the adapter boundary (I4)', () => {
         type: 'function',
         name: 'readFile',
         description: 'the readFile tool',
-        inputSchema: tools[0]?.inputSchema,
+        inputSchema: {
+          type: 'object',
+          properties: { path: { type: 'string' } },
+          required: ['path'],
+        },
       },
     ]);
     expect(sent?.maxOutputTokens).toBe(256);

@@ -53,6 +53,23 @@ const history: ModelMessage[] = [
         providerOptions: { google: { thoughtSignature: 'ts-call' } },
       },
       { type: 'tool-call', callId: 'call_2', name: 'calculator', input: {} },
+      { type: 'provider-tool-call', callId: 'srv_1', name: 'webSearch', input: { query: 'oslo' } },
+      {
+        type: 'provider-tool-result',
+        callId: 'srv_1',
+        name: 'webSearch',
+        result: [{ url: 'https://example.test/oslo', title: 'Oslo' }],
+        isError: false,
+        providerOptions: { anthropic: { cached: true } },
+      },
+      { type: 'provider-tool-call', callId: 'srv_2', name: 'webSearch', input: {} },
+      {
+        type: 'provider-tool-result',
+        callId: 'srv_2',
+        name: 'webSearch',
+        result: { errorCode: 'max_uses_exceeded' },
+        isError: true,
+      },
     ],
   },
   {
@@ -90,6 +107,37 @@ describe('message conversion', () => {
   it('converts turnlog messages to AI SDK messages and back without loss', () => {
     const converted = toAiSdkMessages(history);
     expect(JSON.parse(JSON.stringify(fromAiSdkMessages(converted)))).toEqual(history);
+    // A provider tool's call and result go back as the SDK's provider-executed parts.
+    const assistant = converted[2]?.content as unknown[];
+    expect(assistant.slice(5)).toEqual([
+      {
+        type: 'tool-call',
+        toolCallId: 'srv_1',
+        toolName: 'webSearch',
+        input: { query: 'oslo' },
+        providerExecuted: true,
+      },
+      {
+        type: 'tool-result',
+        toolCallId: 'srv_1',
+        toolName: 'webSearch',
+        output: { type: 'json', value: [{ url: 'https://example.test/oslo', title: 'Oslo' }] },
+        providerOptions: { anthropic: { cached: true } },
+      },
+      {
+        type: 'tool-call',
+        toolCallId: 'srv_2',
+        toolName: 'webSearch',
+        input: {},
+        providerExecuted: true,
+      },
+      {
+        type: 'tool-result',
+        toolCallId: 'srv_2',
+        toolName: 'webSearch',
+        output: { type: 'error-json', value: { errorCode: 'max_uses_exceeded' } },
+      },
+    ]);
     expect(converted[3]).toEqual({
       role: 'tool',
       content: [
@@ -172,6 +220,24 @@ describe('message conversion', () => {
       expect(tool).not.toHaveProperty('execute');
       expect(tool.description).toMatch(/^the /);
     }
+  });
+
+  it('hands a provider tool over as its id and arguments, without an execute function', () => {
+    const toolSet = toAiSdkTools([
+      {
+        type: 'provider',
+        name: 'webSearch',
+        id: 'openai.web_search',
+        args: { searchContextSize: 'low' },
+      },
+    ]);
+    expect(toolSet.webSearch).toMatchObject({
+      type: 'provider',
+      id: 'openai.web_search',
+      args: { searchContextSize: 'low' },
+      isProviderExecuted: true,
+    });
+    expect(toolSet.webSearch).not.toHaveProperty('execute');
   });
 
   it('replays signed reasoning and text to the model exactly as they were produced', async () => {

@@ -126,6 +126,58 @@ describe('turnMachine', () => {
     expect(run.actor.getSnapshot().output).toEqual({ status: 'completed', reason: 'end_turn' });
   });
 
+  it.each([
+    ['stop', 'end_turn', { status: 'completed', reason: 'end_turn' }],
+    ['tool-calls', 'tool_use', { status: 'completed', reason: 'end_turn' }],
+    ['length', 'max_tokens', { status: 'failed', reason: 'max_output_tokens' }],
+    ['content-filter', 'refusal', { status: 'failed', reason: 'content_filter' }],
+    [
+      'other',
+      undefined,
+      {
+        status: 'failed',
+        reason: 'provider_error',
+        error: {
+          message:
+            'The model\'s last step finished with reason "other", which does not say the answer is complete.',
+        },
+      },
+    ],
+    [
+      'unknown',
+      'pause',
+      {
+        status: 'failed',
+        reason: 'provider_error',
+        error: {
+          message:
+            'The model\'s last step finished with reason "unknown" (provider reason "pause"), which does not say the answer is complete.',
+        },
+      },
+    ],
+    [
+      'interrupted',
+      undefined,
+      {
+        status: 'failed',
+        reason: 'provider_error',
+        error: {
+          message:
+            'The model\'s last step finished with reason "interrupted", which does not say the answer is complete.',
+        },
+      },
+    ],
+  ] as const)(
+    'ends a final step that finished %s (raw %s) as %o: only a clean finish completes',
+    (unified, raw, outcome) => {
+      const run = drive();
+      run.send(stepStarted());
+      const completed = { ...stepCompleted(), finishReason: { unified, raw } } as FactDraft;
+      expect(run.send(completed)).toBe('terminal');
+      expect(run.actor.getSnapshot().output).toEqual(outcome);
+    },
+  );
+
   it('settles a two-tool step where one tool fails, then projects the next request', () => {
     const run = drive();
     run.send(stepStarted());

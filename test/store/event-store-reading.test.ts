@@ -169,6 +169,8 @@ describe.each(storeHarnesses)('$name (EventStore contract, reading)', ({ create 
       const before = JSON.stringify(await readEverything(store));
       store = await harness.reopen(store);
       expect(JSON.stringify(await readEverything(store))).toBe(before);
+      // A log the store wrote itself, read whole: nothing cut, nothing unreadable.
+      expect(await store.findings()).toEqual([]);
       expect(await store.sessions()).toEqual([odd, 'session_a'].sort());
       expect((await store.openRuns()).map((run) => run.runId)).toEqual(
         odd < 'session_a' ? ['run_o', 'run_2'] : ['run_2', 'run_o'],

@@ -1,17 +1,17 @@
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Adapter } from 'lowdb';
 import { afterEach, beforeEach } from 'vitest';
-import { DurableFileAdapter } from '../../store/durable-file-adapter.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import { type LowdbStoreOptions, lowdbStore } from '../../store/lowdb-store.ts';
-import type { SegmentDocument } from '../../store/session-files.ts';
+import { nodeStoreFs, type StoreFs } from '../../store/store-fs.ts';
 import { storeFacts } from './store-facts.ts';
 
 /**
  * A fresh temp folder per test for lowdbStore tests, with helpers to open stores on it (closed
- * after the test), find segment files, fill sessions and observe the store's adapter.
+ * after the test), find and parse segment files, fill sessions and observe the store's file
+ * system.
  */
 export function lowdbFixture() {
   let dir = '';
@@ -26,7 +26,12 @@ export function lowdbFixture() {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const relative = (file: string) => path.relative(dir, file).replace(/\.new-\d+-\d+/, '.new');
+  /** A path relative to the store, with process-specific staging and temp names made stable. */
+  const relative = (file: string) =>
+    path
+      .relative(dir, file)
+      .replace(/\.new-\d+-\d+/, '.new')
+      .replace(/\.([^/]+)\.tmp-\d+-\d+$/, '$1.tmp');
 
   return {
     get dir() {
@@ -38,9 +43,21 @@ export function lowdbFixture() {
       opened.push(store);
       return store;
     },
-    /** The path of a session's segment file. */
-    segment(session: string, index: number): string {
-      return path.join(dir, 'sessions', session, `${String(index).padStart(6, '0')}.json`);
+    /** The path of a session's segment file (`.jsonl`; `.json` for a 0.1.0 one). */
+    segment(session: string, index: number, extension = 'jsonl'): string {
+      return path.join(dir, 'sessions', session, `${String(index).padStart(6, '0')}.${extension}`);
+    },
+    /** The path of a session's record. */
+    record(session: string): string {
+      return path.join(dir, 'sessions', session, 'session.json');
+    },
+    /** The parsed lines of a segment file: the header, then the facts. */
+    lines(file: string): Record<string, unknown>[] {
+      const text = readFileSync(file, 'utf8');
+      return text
+        .split('\n')
+        .slice(0, -1)
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
     },
     /** Appends `count` facts one append at a time: a run.started, then steering facts. */
     async appendSteps(store: EventStore, sessionId: string, count: number): Promise<void> {
@@ -52,29 +69,61 @@ export function lowdbFixture() {
         ]);
       }
     },
-    /** Records every segment read and write through the store's lowdb adapter; can fail writes. */
-    observedAdapters(
-      options: { failWrite?: (file: string) => 'before' | 'after' | undefined } = {},
-    ) {
-      const writes: string[] = [];
+    /**
+     * A file system that records what the store does through it (`ops`: `write <file> <bytes>`,
+     * `datasync <file>`, `sync <file or folder>`, `rename <from> <to>`, `mkdir`, `truncate`,
+     * `unlink`; `reads`: files read) and can fail writes: `before` (nothing written) or `after`
+     * (written, then the error).
+     */
+    observedFs(options: { failWrite?: (file: string) => 'before' | 'after' | undefined } = {}) {
+      const ops: string[] = [];
       const reads: string[] = [];
-      const createAdapter = (file: string): Adapter<SegmentDocument> => {
-        const inner = new DurableFileAdapter<SegmentDocument>(file);
-        return {
-          read: () => {
-            reads.push(relative(file));
-            return inner.read();
-          },
-          write: async (data) => {
-            writes.push(relative(file));
-            const failure = options.failWrite?.(file);
-            if (failure === 'before') throw new Error('disk full');
-            await inner.write(data);
-            if (failure === 'after') throw new Error('fsync of the folder failed');
-          },
-        };
+      const fs: StoreFs = {
+        ...nodeStoreFs,
+        readFile: (file) => {
+          reads.push(relative(file));
+          return nodeStoreFs.readFile(file);
+        },
+        mkdir: (folder) => {
+          ops.push(`mkdir ${relative(folder)}`);
+          return nodeStoreFs.mkdir(folder);
+        },
+        rename: (from, to) => {
+          ops.push(`rename ${relative(from)} ${relative(to)}`);
+          return nodeStoreFs.rename(from, to);
+        },
+        unlink: (file) => {
+          ops.push(`unlink ${relative(file)}`);
+          return nodeStoreFs.unlink(file);
+        },
+        async open(file, flags) {
+          const handle = await nodeStoreFs.open(file, flags);
+          const name = relative(file) || '.';
+          return {
+            ...handle,
+            write: async (data) => {
+              ops.push(`write ${name} ${data.length}`);
+              const failure = options.failWrite?.(file);
+              if (failure === 'before') throw new Error('disk full');
+              await handle.write(data);
+              if (failure === 'after') throw new Error('fsync failed');
+            },
+            datasync: () => {
+              ops.push(`datasync ${name}`);
+              return handle.datasync();
+            },
+            sync: () => {
+              ops.push(`sync ${name}`);
+              return handle.sync();
+            },
+            truncate: (length) => {
+              ops.push(`truncate ${name} ${length}`);
+              return handle.truncate(length);
+            },
+          };
+        },
       };
-      return { writes, reads, createAdapter };
+      return { ops, reads, fs };
     },
   };
 }

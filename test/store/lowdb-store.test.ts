@@ -2,75 +2,150 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { Fact } from '../../events/facts.ts';
 import { StoreLockedError, StoreWriteError } from '../../store/event-store.ts';
 import { lowdbStore } from '../../store/lowdb-store.ts';
-import type { SegmentDocument } from '../../store/session-files.ts';
 import { lowdbFixture } from './lowdb-fixture.ts';
 import { storeFacts } from './store-facts.ts';
 
 const fixture = lowdbFixture();
-const { open, segment, appendSteps, observedAdapters } = fixture;
+const { open, segment, lines, appendSteps, observedFs } = fixture;
 const a = storeFacts('session_a');
 const b = storeFacts('session_b');
 
+const jsonLines = (values: readonly unknown[]) =>
+  values.map((value) => `${JSON.stringify(value)}\n`).join('');
+const bytesOf = (values: readonly unknown[]) => Buffer.byteLength(jsonLines(values));
+const segmentHeader = (
+  segment: number,
+  firstSeq: number,
+  openRuns: { turnId: string; runId: string }[],
+) => ({ format: 'turnlog.segment/2', sessionId: 'session_a', segment, firstSeq, openRuns });
+
 describe('lowdbStore segments', () => {
-  it('splits a session into segment files and rewrites only the tail on append', async () => {
-    const observed = observedAdapters();
-    const store = open({ segmentSize: 4, createAdapter: observed.createAdapter });
-    await appendSteps(store, 'session_a', 10);
-    expect(readdirSync(path.join(fixture.dir, 'sessions', 'session_a'))).toEqual([
-      '000000.json',
-      '000001.json',
-      '000002.json',
+  /** The ops of a commit that appends to an existing tail: one write of its lines, one fdatasync. */
+  const appendOps = (file: string, facts: Fact[]) => [
+    `write ${file} ${bytesOf(facts)}`,
+    `datasync ${file}`,
+  ];
+
+  it('appends one line per fact to the tail segment, fdatasyncs it, and syncs no folder', async () => {
+    const observed = observedFs();
+    const store = open({ segmentSize: 4, fs: observed.fs });
+    await appendSteps(store, 'session_a', 9);
+    expect(readdirSync(path.join(fixture.dir, 'sessions', 'session_a')).sort()).toEqual([
+      '000000.jsonl',
+      '000001.jsonl',
+      '000002.jsonl',
+      'session.json',
     ]);
-    const first = JSON.parse(readFileSync(segment('session_a', 0), 'utf8')) as SegmentDocument;
-    expect(first.facts.map((fact) => fact.seq)).toEqual([1, 2, 3, 4]);
-    expect(first.openRuns).toEqual([{ turnId: 'turn_1', runId: 'run_1' }]);
-    observed.writes.length = 0;
+    const [header, ...facts] = lines(segment('session_a', 1));
+    expect(header).toEqual({
+      format: 'turnlog.segment/2',
+      sessionId: 'session_a',
+      segment: 1,
+      firstSeq: 5,
+      openRuns: [{ turnId: 'turn_1', runId: 'run_1' }],
+    });
+    expect(facts.map((fact) => fact.seq)).toEqual([5, 6, 7, 8]);
+    observed.ops.length = 0;
     await store.append('session_a', [a.steering('x11', 'run_1')]);
-    await store.append('session_a', [a.steering('x12', 'run_1')]);
-    await store.append('session_a', [a.steering('x13', 'run_1')]);
-    expect(observed.writes).toEqual([
-      'sessions/session_a/000002.json',
-      'sessions/session_a/000002.json',
-      'sessions/session_a/000003.json',
+    await store.append('session_a', [a.steering('x12', 'run_1'), a.steering('x13', 'run_1')]);
+    const written = await store.read('session_a', { fromSeq: 10 });
+    const tail = 'sessions/session_a/000002.jsonl';
+    expect(observed.ops).toEqual([
+      ...appendOps(tail, written.slice(0, 1)),
+      ...appendOps(tail, written.slice(1, 3)),
     ]);
+    expect(readFileSync(segment('session_a', 2), 'utf8').endsWith(`${jsonLines(written)}`)).toBe(
+      true,
+    );
   });
 
-  it('writes an append spanning several segments tail first, in order', async () => {
-    const observed = observedAdapters();
-    const store = open({ segmentSize: 2, createAdapter: observed.createAdapter });
+  it('creates a segment with its header when the tail is full, then rewrites the record', async () => {
+    const observed = observedFs();
+    const store = open({ segmentSize: 2, fs: observed.fs });
     await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+    expect(observed.ops).toEqual([
+      'mkdir sessions/.new',
+      `write sessions/.new/000000.jsonl ${bytesOf([segmentHeader(0, 1, [])]) + bytesOf(await store.read('session_a'))}`,
+      'sync sessions/.new/000000.jsonl',
+      expect.stringMatching(/^write sessions\/\.new\/session\.json\.tmp \d+$/),
+      'sync sessions/.new/session.json.tmp',
+      'rename sessions/.new/session.json.tmp sessions/.new/session.json',
+      'sync sessions/.new',
+      'rename sessions/.new sessions/session_a',
+      'sync sessions',
+    ]);
+    observed.ops.length = 0;
     await store.append(
       'session_a',
       ['f2', 'f3', 'f4', 'f5'].map((id) => a.steering(id, 'run_1')),
     );
-    expect(observed.writes).toEqual([
-      'sessions/.new/000000.json',
-      'sessions/session_a/000000.json',
-      'sessions/session_a/000001.json',
-      'sessions/session_a/000002.json',
+    const facts = await store.read('session_a');
+    const folder = 'sessions/session_a';
+    const open1 = [{ turnId: 'turn_1', runId: 'run_1' }];
+    const created = (index: number, from: number, through: number) => [
+      `write ${folder}/00000${index}.jsonl ${bytesOf([segmentHeader(index, from, open1)]) + bytesOf(facts.slice(from - 1, through))}`,
+      `sync ${folder}/00000${index}.jsonl`,
+      `sync ${folder}`,
+      expect.stringMatching(/^write sessions\/session_a\/session\.json\.tmp \d+$/),
+      `sync ${folder}/session.json.tmp`,
+      `rename ${folder}/session.json.tmp ${folder}/session.json`,
+      `sync ${folder}`,
+    ];
+    // In order, tail first: a crash between two writes leaves a prefix, never a gap.
+    expect(observed.ops).toEqual([
+      ...appendOps(`${folder}/000000.jsonl`, facts.slice(1, 2)),
+      ...created(1, 3, 4),
+      ...created(2, 5, 5),
     ]);
+    expect(JSON.parse(readFileSync(fixture.record('session_a'), 'utf8'))).toEqual({
+      format: 'turnlog.session/1',
+      sessionId: 'session_a',
+      segments: [
+        {
+          file: '000000.jsonl',
+          firstSeq: 1,
+          firstId: 'f1',
+          lastSeq: 2,
+          lastId: 'f2',
+          openRuns: [],
+        },
+        {
+          file: '000001.jsonl',
+          firstSeq: 3,
+          firstId: 'f3',
+          lastSeq: 4,
+          lastId: 'f4',
+          openRuns: open1,
+        },
+        { file: '000002.jsonl', firstSeq: 5, firstId: 'f5', openRuns: open1 },
+      ],
+    });
   });
 
-  it('commits the appends of one tick with one write per touched segment', async () => {
-    const observed = observedAdapters();
-    const store = open({ segmentSize: 4, createAdapter: observed.createAdapter });
+  it('commits the appends of one tick with one write per touched session', async () => {
+    const observed = observedFs();
+    const store = open({ segmentSize: 4, fs: observed.fs });
     await store.append('session_a', [a.runStarted('f1', 'run_1'), a.steering('f2', 'run_1')]);
-    await store.read('session_b');
-    observed.writes.length = 0;
+    await store.append('session_b', [b.runStarted('g1', 'run_b')]);
+    observed.ops.length = 0;
     const results = await Promise.all([
       store.append('session_a', [a.steering('f3', 'run_1')]),
-      store.append('session_b', [b.runStarted('g1', 'run_b')]),
-      store.append('session_a', [a.steering('f4', 'run_1')]),
       store.append('session_b', [b.steering('g2', 'run_b')]),
+      store.append('session_a', [a.steering('f4', 'run_1')]),
+      store.append('session_b', [b.steering('g3', 'run_b')]),
       store.append('session_a', [a.steering('f5', 'run_1')]),
     ]);
-    expect(results.map((result) => result.lastSeq)).toEqual([3, 1, 4, 2, 5]);
-    expect(observed.writes.sort()).toEqual([
-      'sessions/.new/000000.json',
-      'sessions/session_a/000000.json',
-      'sessions/session_a/000001.json',
+    expect(results.map((result) => result.lastSeq)).toEqual([3, 2, 4, 3, 5]);
+    const factsA = await store.read('session_a');
+    const factsB = await store.read('session_b');
+    expect(observed.ops.filter((op) => op.startsWith('write')).sort()).toEqual([
+      `write sessions/session_a/000000.jsonl ${bytesOf(factsA.slice(2, 4))}`,
+      `write sessions/session_a/000001.jsonl ${bytesOf([segmentHeader(1, 5, [{ turnId: 'turn_1', runId: 'run_1' }])]) + bytesOf(factsA.slice(4))}`,
+      expect.stringMatching(/^write sessions\/session_a\/session\.json\.tmp \d+$/),
+      `write sessions/session_b/000000.jsonl ${bytesOf(factsB.slice(1))}`,
     ]);
   });
 
@@ -96,19 +171,27 @@ describe('lowdbStore segments', () => {
     expect(onDisk).toEqual([true, true]);
   });
 
-  it('answers openRuns after a reopen from the tail segment of each session only', async () => {
+  it('answers openRuns after a reopen from the record and tail segment of each session only', async () => {
     const first = open({ segmentSize: 2 });
     await appendSteps(first, 'session_a', 5);
     await first.append('session_b', [b.runStarted('g1', 'run_b'), b.runEnded('g2', 'run_b')]);
+    await first.append('session_c', [storeFacts('session_c').runStarted('h1', 'run_c')]);
+    await first.append('session_c', [storeFacts('session_c').runEnded('h2', 'run_c')]);
+    await first.append('session_c', [storeFacts('session_c').runStarted('h3', 'run_d')]);
     await first.close();
-    const observed = observedAdapters();
-    const store = open({ segmentSize: 2, createAdapter: observed.createAdapter });
+    const observed = observedFs();
+    const store = open({ segmentSize: 2, fs: observed.fs });
     expect(await store.openRuns()).toEqual([
       { sessionId: 'session_a', turnId: 'turn_1', runId: 'run_1' },
+      { sessionId: 'session_c', turnId: 'turn_1', runId: 'run_d' },
     ]);
     expect(observed.reads.sort()).toEqual([
-      'sessions/session_a/000002.json',
-      'sessions/session_b/000000.json',
+      'sessions/session_a/000002.jsonl',
+      'sessions/session_a/session.json',
+      'sessions/session_b/000000.jsonl',
+      'sessions/session_b/session.json',
+      'sessions/session_c/000001.jsonl',
+      'sessions/session_c/session.json',
     ]);
   });
 
@@ -131,12 +214,12 @@ describe('lowdbStore crash leftovers', () => {
     const first = open();
     await appendSteps(first, 'session_a', 2);
     await first.close();
-    const temp = path.join(fixture.dir, 'sessions', 'session_a', '.000000.json.tmp-4242-7');
+    const temp = path.join(fixture.dir, 'sessions', 'session_a', '.session.json.tmp-4242-7');
     const staging = path.join(fixture.dir, 'sessions', '.new-4242-1');
     const partialTemp = path.join(fixture.dir, 'partials', '.session_a.json.tmp-4242-2');
     writeFileSync(temp, '{"torn');
     mkdirSync(staging);
-    writeFileSync(path.join(staging, '000000.json'), '{"torn');
+    writeFileSync(path.join(staging, '000000.jsonl'), '{"torn');
     writeFileSync(partialTemp, '{"torn');
     const store = open();
     expect(await store.sessions()).toEqual(['session_a']);
@@ -171,8 +254,8 @@ describe('lowdbStore crash leftovers', () => {
 describe('lowdbStore write failures', () => {
   it('rejects appends of a failed write with StoreWriteError and keeps going', async () => {
     let fail = true;
-    const observed = observedAdapters({ failWrite: () => (fail ? 'before' : undefined) });
-    const store = open({ createAdapter: observed.createAdapter });
+    const observed = observedFs({ failWrite: () => (fail ? 'before' : undefined) });
+    const store = open({ fs: observed.fs });
     const error = await store
       .append('session_a', [a.runStarted('f1', 'run_1')])
       .catch((caught: unknown) => caught);
@@ -189,8 +272,8 @@ describe('lowdbStore write failures', () => {
 
   it('reloads from disk after an ambiguous failure, so a retry of a stored fact is a no-op', async () => {
     let failure: 'after' | undefined;
-    const observed = observedAdapters({ failWrite: () => failure });
-    const store = open({ createAdapter: observed.createAdapter });
+    const observed = observedFs({ failWrite: () => failure });
+    const store = open({ fs: observed.fs });
     await store.append('session_a', [a.runStarted('f1', 'run_1')]);
     failure = 'after';
     const pending = [
@@ -210,8 +293,8 @@ describe('lowdbStore write failures', () => {
 
   it('delivers the facts an ambiguous failed write did store once the session reloads, once each', async () => {
     let failure: 'after' | undefined;
-    const observed = observedAdapters({ failWrite: () => failure });
-    const store = open({ createAdapter: observed.createAdapter });
+    const observed = observedFs({ failWrite: () => failure });
+    const store = open({ fs: observed.fs });
     const seen: string[] = [];
     store.subscribe('session_a', (fact) => seen.push(`${fact.id}@${fact.seq}`));
     await store.append('session_a', [a.runStarted('f1', 'run_1')]);
