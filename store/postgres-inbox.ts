@@ -29,9 +29,11 @@ export function postgresInbox(options: {
   schema: PostgresSchema;
   notifications: PostgresNotifications;
   isClosed: () => boolean;
-}): RunInbox {
+}): RunInbox & { close(error: Error): void } {
   const { pool, schema, notifications } = options;
   const table = `${schema.sql}.inbox`;
+  // Waits still open when the store closes end with the close's error instead of hanging.
+  const waits = new Set<(error: Error) => void>();
 
   async function inboxItem(id: string): Promise<InboxItem | undefined> {
     checkIds({ id }, 'inboxItem');
@@ -53,6 +55,10 @@ export function postgresInbox(options: {
   return {
     inboxItem,
     pendingInbox,
+
+    close(error: Error): void {
+      for (const stop of [...waits]) stop(error);
+    },
 
     async postToInbox(request: InboxRequest): Promise<void> {
       const { id, sessionId, runId, kind } = request ?? {};
@@ -193,6 +199,7 @@ export function postgresInbox(options: {
         const finish = (settle: () => void) => {
           if (finished) return;
           finished = true;
+          waits.delete(onClose);
           stopListening();
           stopReconnect();
           wait.signal?.removeEventListener('abort', onAbort);
@@ -221,6 +228,8 @@ export function postgresInbox(options: {
           );
         };
         const onAbort = () => finish(() => reject(wait.signal?.reason));
+        const onClose = (error: Error) => finish(() => reject(error));
+        waits.add(onClose);
         const stopListening = notifications.listen('o', md5(id), check);
         const stopReconnect = notifications.onReconnect(check);
         if (wait.signal?.aborted) return onAbort();

@@ -70,7 +70,7 @@ class PostgresEventStore implements PostgresStore {
   readonly #notifications: PostgresNotifications;
   readonly #subscriptions: FactSubscriptions;
   readonly #leases: RunLeases;
-  readonly #inbox: RunInbox;
+  readonly #inbox: RunInbox & { close(error: Error): void };
   readonly #partialChars: number;
   readonly #appends = new Map<string, Promise<unknown>>();
   readonly #partialWrites = new Map<string, Promise<unknown>>();
@@ -327,6 +327,12 @@ class PostgresEventStore implements PostgresStore {
     await Promise.all([...this.#appends.values(), ...this.#partialWrites.values()]);
     this.#subscriptions.close();
     this.#listeners.clear();
+    this.#inbox.close(
+      new StoreClosedError({
+        message:
+          'postgresStore.waitForInboxOutcome: the store was closed while waiting; the request stays in the inbox: wait for it on an open store',
+      }),
+    );
     await this.#notifications.close();
     const opened = await this.#opening?.catch(() => undefined);
     if (opened?.owned === true) await opened.pool.end();

@@ -194,6 +194,14 @@ describe('postgresStore inbox', () => {
     expect(steering).toHaveLength(1);
   });
 
+  it('ends a wait when its store closes, leaving the request in the inbox', async () => {
+    await sender.postToInbox(steer('req_1'));
+    const waiting = sender.waitForInboxOutcome('req_1');
+    await sender.close();
+    await expect(waiting).rejects.toMatchObject({ name: 'StoreClosedError' });
+    expect((await owner.inboxItem('req_1'))?.outcome).toBeUndefined();
+  });
+
   it('stops waiting with the signal, and refuses to wait for a request never posted', async () => {
     await sender.postToInbox(steer('req_1'));
     const controller = new AbortController();

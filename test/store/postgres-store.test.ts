@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Fact, NewFact } from '../../events/facts.ts';
 import { ConcurrencyError, StoreCorruptionError } from '../../store/event-store.ts';
 import { postgresSchema } from '../../store/postgres-connection.ts';
@@ -173,6 +173,25 @@ describe('postgresStore across processes', () => {
     const unreachable = postgresStore({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
     await expect(unreachable.openRuns()).rejects.toSatisfy(StoreOpenError.isInstance);
     await unreachable.close();
+  });
+
+  it('says to install pg when it cannot be loaded, and never needs it for a pool of yours', async () => {
+    vi.doMock('pg', () => {
+      throw new Error("Cannot find package 'pg'");
+    });
+    try {
+      const store = postgresStore({ connectionString: database.url, schema: database.schema });
+      const error = await store.sessions().catch((caught: unknown) => caught);
+      expect(StoreOpenError.isInstance(error)).toBe(true);
+      expect((error as Error).message).toMatch(
+        /pg package .* could not be loaded; install it with `npm install pg`, or pass a pool/,
+      );
+      await store.close();
+      const borrowed = database.open({ pool: admin });
+      expect(await borrowed.sessions()).toEqual([]);
+    } finally {
+      vi.doUnmock('pg');
+    }
   });
 
   it('answers openRuns from the runs index even when a session cannot be read, which findings reports', async () => {
