@@ -2,6 +2,8 @@ import type { NewFact } from '../events/facts.ts';
 import { StoreInputError } from './event-store.ts';
 import {
   checkIds,
+  inTransaction,
+  type PgPool,
   type PgQueryable,
   type PgRow,
   type PostgresSchema,
@@ -91,7 +93,8 @@ function describeLease(lease: RunLeaseState | undefined): string {
 }
 
 /** The lease operations of `postgresStore` (see `RunLeases`). */
-export function postgresLeases(db: PgQueryable, schema: PostgresSchema) {
+export function postgresLeases(pool: PgPool, schema: PostgresSchema) {
+  const db: PgQueryable = pool;
   const table = `${schema.sql}.leases`;
   const until = (parameter: string) =>
     `clock_timestamp() + make_interval(secs => ${parameter}::float8 / 1000)`;
@@ -105,16 +108,27 @@ export function postgresLeases(db: PgQueryable, schema: PostgresSchema) {
     const { sessionId, runId, workerId } = options;
     checkIds({ sessionId, runId, workerId }, 'acquireLease');
     checkLeaseMs(options.leaseMs, 'acquireLease');
-    const { rows } = await db.query(
-      `INSERT INTO ${table} AS lease (session_id, run_id, worker_id, epoch, expires_at)
+    const row = await inTransaction(pool, async (client) => {
+      // The session's row lock, as an append takes it: a run's first lease (a new row, which an
+      // append in flight could not have locked FOR SHARE) waits for that append to commit, so the
+      // new holder reads it, and a later append sees the lease.
+      await client.query(
+        `INSERT INTO ${schema.sql}.sessions AS session (session_id, last_seq) VALUES ($1, 0)
+         ON CONFLICT (session_id) DO UPDATE SET last_seq = session.last_seq`,
+        [sessionId],
+      );
+      const { rows } = await client.query(
+        `INSERT INTO ${table} AS lease (session_id, run_id, worker_id, epoch, expires_at)
          VALUES ($1, $2, $3, 1, ${until('$4')})
          ON CONFLICT (session_id, run_id) DO UPDATE
            SET worker_id = $3, epoch = lease.epoch + 1, expires_at = ${until('$4')}
            WHERE lease.worker_id IS NULL OR lease.expires_at <= clock_timestamp()
          RETURNING ${leaseColumns()}`,
-      [sessionId, runId, workerId, options.leaseMs],
-    );
-    if (rows[0] !== undefined) return { acquired: true, lease: leaseFromRow(rows[0]) };
+        [sessionId, runId, workerId, options.leaseMs],
+      );
+      return rows[0];
+    });
+    if (row !== undefined) return { acquired: true, lease: leaseFromRow(row) };
     const holder = await leaseOf({ sessionId, runId });
     // Released or expired between the two statements: try again.
     if (holder === undefined || !holder.live) return acquireLease(options);

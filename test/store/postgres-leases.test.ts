@@ -248,6 +248,34 @@ describe('postgresStore leases and fencing', () => {
     await gate.end();
   });
 
+  it("makes a run's first lease wait for an append without a lease in flight on the session", async () => {
+    const gate = gatedCommits(database.url);
+    const plain = database.open({ pool: gate.pool });
+    await plain.sessions();
+    const order: string[] = [];
+    gate.hold();
+    const append = plain
+      .append('session_a', [a.runStarted('f1', 'run_1')])
+      .then(() => order.push('appended'));
+    await gate.reached;
+    const acquire = w2
+      .acquireLease({ sessionId: 'session_a', runId: 'run_1', workerId: 'w2', leaseMs })
+      .then((attempt) => {
+        order.push('acquired');
+        return attempt;
+      });
+    await waitForLockWait(admin);
+    gate.release();
+    await append;
+    expect(await acquire).toMatchObject({ acquired: true, lease: { epoch: 1 } });
+    expect(order).toEqual(['appended', 'acquired']);
+    // Once the lease is in place, an append without it is refused.
+    await expect(plain.append('session_a', [a.steering('f2', 'run_1')])).rejects.toSatisfy(
+      RunLeasedError.isInstance,
+    );
+    await gate.end();
+  });
+
   it('keeps every fact in the log from the lease it claims, whatever workers, expiries and takeovers interleave', async () => {
     const workers = [w1, w2, database.open()];
     await w1.sessions(); // the schema exists before the first expire() touches it
