@@ -125,7 +125,7 @@ export async function inTransaction<T>(
 }
 
 /** True for an error of the connection itself (not an SQL error the server answered with). */
-function isConnectionError(error: unknown): boolean {
+export function isConnectionError(error: unknown): boolean {
   // Server errors carry a five-character SQLSTATE in `code`; socket errors carry E… codes or none.
   const code = (error as { code?: unknown } | undefined)?.code;
   return !(typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code));
@@ -141,4 +141,14 @@ export function checkIds(ids: Record<string, unknown>, method: string): void {
       });
     }
   }
+}
+
+/**
+ * A text as an SQL string literal (`E'…'` when it holds a backslash, so the server's
+ * `standard_conforming_strings` does not matter), for the simple query protocol, which has no
+ * parameters. Quotes and backslashes are doubled; nothing else is special in such a literal.
+ */
+export function sqlLiteral(text: string): string {
+  const escaped = text.replaceAll("'", "''");
+  return text.includes('\\') ? ` E'${escaped.replaceAll('\\', '\\\\')}'` : `'${escaped}'`;
 }

@@ -1,11 +1,12 @@
 import type { Fact, NewFact } from '../events/facts.ts';
 import type { AppendResult } from './event-store.ts';
 import {
-  inTransaction,
+  isConnectionError,
   type PgPool,
   type PgQueryable,
   type PgRow,
   type PostgresSchema,
+  sqlLiteral,
 } from './postgres-connection.ts';
 import { checkLeases, leaseColumns, leaseStateOf } from './postgres-leases.ts';
 import type { RunLeaseState } from './run-leases.ts';
@@ -14,18 +15,21 @@ import { freshFacts, sequenceFacts, storedFactProblem } from './session-log.ts';
 /**
  * Appends checked facts (`validateNewFacts`' output) to a session in one transaction, with the
  * rules every store shares (`freshFacts`, `sequenceFacts`) applied to the state read under the
- * session row's lock, and the lease check (fencing) in the same transaction:
+ * session row's lock, and the lease check (fencing) in the same transaction. Two round trips:
  *
- *   BEGIN
- *   lock the session row (create it with the first fact)   -- appends to a session queue here
- *   read: which ids are known, which runs ended, the runs' leases (FOR SHARE: a takeover waits)
- *   nothing new → COMMIT, a no-op
- *   lease check, expectedSeq, sealed runs → a throw rolls everything back
- *   insert facts, move last_seq, update the runs index, release leases of runs that ended,
- *   NOTIFY (delivered only if the transaction commits)
- *   COMMIT
+ *   BEGIN;                                                       -- one message, each statement
+ *   INSERT the session row if missing (ON CONFLICT DO NOTHING);  -- with its own snapshot
+ *   SELECT last_seq … FOR UPDATE;                                -- appends to a session queue here
+ *   SELECT known ids, ended runs, the runs' leases (FOR SHARE: a takeover waits for us)
+ *     → nothing new: ROLLBACK, a no-op (a retried append; a new session leaves no row)
+ *     → lease check, expectedSeq, sealed runs: a throw is a ROLLBACK
+ *   INSERT facts, move last_seq, update the runs index, release the leases of runs that ended,
+ *   NOTIFY (delivered only once committed);  COMMIT            -- one message
+ *
+ * Values travel as SQL literals (`sqlLiteral`): the simple query protocol, which alone takes
+ * several statements in one message, has no parameters.
  */
-export function appendFacts(options: {
+export async function appendFacts(options: {
   pool: PgPool;
   schema: PostgresSchema;
   sessionId: string;
@@ -34,152 +38,135 @@ export function appendFacts(options: {
   where: string;
 }): Promise<AppendResult> {
   const { schema, sessionId, candidates, where } = options;
-  return inTransaction(options.pool, async (client) => {
-    const existing = await lockSession(client, schema, sessionId, { create: false });
-    // A session exists once it has a fact: an append with nothing to store leaves no row.
-    if (existing === undefined && candidates.length === 0) return { appended: [], lastSeq: 0 };
-    const lastSeq =
-      existing ?? (await lockSession(client, schema, sessionId, { create: true })) ?? 0;
-    const runIds = [...new Set(candidates.map((fact) => fact.runId))];
-    const state = await sessionState(client, schema, sessionId, candidates, runIds);
+  const client = await options.pool.connect();
+  let broken: Error | undefined;
+  try {
+    const state = await lockedState(client, schema, sessionId, candidates);
     const known = new Set(state.known);
     const fresh = freshFacts(candidates, (id) => known.has(id));
-    if (fresh.length === 0) return { appended: [], lastSeq };
+    if (fresh.length === 0) {
+      await client.query('ROLLBACK');
+      return { appended: [], lastSeq: state.lastSeq };
+    }
     checkLeases({ where, sessionId, fresh, leases: state.leases });
     const ended = new Set(state.ended);
     const appended = sequenceFacts(fresh, {
       where,
       sessionId,
       expectedSeq: options.expectedSeq,
-      lastSeq,
+      lastSeq: state.lastSeq,
       isEnded: (runId) => ended.has(runId),
     });
-    await writeFacts(client, schema, sessionId, appended);
-    return { appended, lastSeq: lastSeq + appended.length };
-  });
-}
-
-/**
- * Locks the session's row and returns its last seq. Without the row: `undefined`, or with
- * `create` a new row (0) — or, when a concurrent first append created it meanwhile (the INSERT
- * waits for that transaction), the row it committed, locked.
- */
-async function lockSession(
-  client: PgQueryable,
-  schema: PostgresSchema,
-  sessionId: string,
-  options: { create: boolean },
-): Promise<number | undefined> {
-  for (;;) {
-    const { rows } = await client.query(
-      `SELECT last_seq FROM ${schema.sql}.sessions WHERE session_id = $1 FOR UPDATE`,
-      [sessionId],
-    );
-    if (rows[0] !== undefined) return Number(rows[0].last_seq);
-    if (!options.create) return undefined;
-    const inserted = await client.query(
-      `INSERT INTO ${schema.sql}.sessions (session_id, last_seq) VALUES ($1, 0)
-       ON CONFLICT (session_id) DO NOTHING RETURNING last_seq`,
-      [sessionId],
-    );
-    if (inserted.rows[0] !== undefined) return 0;
+    await client.query(`${writeFacts(schema, sessionId, appended)}; COMMIT`);
+    return { appended, lastSeq: state.lastSeq + appended.length };
+  } catch (error) {
+    await client.query('ROLLBACK').catch((rollbackError: Error) => {
+      broken = rollbackError;
+    });
+    broken ??= isConnectionError(error) ? (error as Error) : undefined;
+    throw error;
+  } finally {
+    client.release(broken);
   }
 }
 
-async function sessionState(
+async function lockedState(
   client: PgQueryable,
   schema: PostgresSchema,
   sessionId: string,
   candidates: readonly NewFact[],
-  runIds: string[],
-): Promise<{ known: string[]; ended: string[]; leases: Map<string, RunLeaseState> }> {
-  // A new statement after the lock: READ COMMITTED gives it a snapshot that sees every append
-  // committed before ours got the lock.
-  const { rows } = await client.query(
-    `WITH leased AS (
+): Promise<{
+  lastSeq: number;
+  known: string[];
+  ended: string[];
+  leases: Map<string, RunLeaseState>;
+}> {
+  const session = sqlLiteral(sessionId);
+  const ids = sqlLiteral(JSON.stringify(candidates.map((fact) => fact.id)));
+  const runIds = sqlLiteral(JSON.stringify([...new Set(candidates.map((fact) => fact.runId))]));
+  const results = (await client.query(
+    `BEGIN;
+     INSERT INTO ${schema.sql}.sessions (session_id, last_seq) VALUES (${session}, 0)
+       ON CONFLICT (session_id) DO NOTHING;
+     SELECT last_seq FROM ${schema.sql}.sessions WHERE session_id = ${session} FOR UPDATE;
+     WITH leased AS (
        SELECT ${leaseColumns()} FROM ${schema.sql}.leases
-       WHERE session_id = $1 AND run_id = ANY($3::text[]) FOR SHARE
+       WHERE session_id = ${session} AND run_id IN (SELECT json_array_elements_text(${runIds}::json))
+       FOR SHARE
      )
      SELECT
-       array(SELECT id FROM ${schema.sql}.facts WHERE session_id = $1 AND id = ANY($2::text[])) AS known,
-       array(SELECT run_id FROM ${schema.sql}.runs
-             WHERE session_id = $1 AND run_id = ANY($3::text[]) AND ended_seq IS NOT NULL) AS ended,
+       array(SELECT id FROM ${schema.sql}.facts WHERE session_id = ${session}
+             AND id IN (SELECT json_array_elements_text(${ids}::json))) AS known,
+       array(SELECT run_id FROM ${schema.sql}.runs WHERE session_id = ${session}
+             AND run_id IN (SELECT json_array_elements_text(${runIds}::json))
+             AND ended_seq IS NOT NULL) AS ended,
        coalesce((SELECT json_agg(leased) FROM leased), '[]'::json) AS leases`,
-    [sessionId, candidates.map((fact) => fact.id), runIds],
-  );
-  const row = rows[0] as { known: string[]; ended: string[]; leases: PgRow[] };
-  return { known: row.known, ended: row.ended, leases: leaseMap(row.leases) };
+  )) as unknown as { rows: PgRow[] }[];
+  const locked = results[2]?.rows[0];
+  const row = results[3]?.rows[0] as { known: string[]; ended: string[]; leases: PgRow[] };
+  return {
+    lastSeq: Number(locked?.last_seq ?? 0),
+    known: row.known,
+    ended: row.ended,
+    leases: new Map(row.leases.map((lease) => [String(lease.run_id), leaseStateOf(lease)])),
+  };
 }
 
-function leaseMap(rows: PgRow[]): Map<string, RunLeaseState> {
-  return new Map(rows.map((row) => [String(row.run_id), leaseStateOf(row)]));
-}
-
-async function writeFacts(
-  client: PgQueryable,
-  schema: PostgresSchema,
-  sessionId: string,
-  appended: readonly Fact[],
-): Promise<void> {
+/** The statement that stores `appended`, moves `last_seq`, updates the runs index and notifies. */
+function writeFacts(schema: PostgresSchema, sessionId: string, appended: readonly Fact[]): string {
+  const session = sqlLiteral(sessionId);
   const lastSeq = appended.at(-1)?.seq ?? 0;
+  const facts = appended.map((fact) => ({
+    seq: fact.seq,
+    id: fact.id,
+    run_id: fact.runId,
+    type: fact.type,
+    worker_id: fact.workerId ?? null,
+    lease_epoch: fact.leaseEpoch ?? null,
+    body: JSON.stringify(fact),
+  }));
   const runs = runChanges(appended);
-  await client.query(
-    `WITH inserted AS (
-       INSERT INTO ${schema.sql}.facts (session_id, seq, id, run_id, type, worker_id, lease_epoch, body)
-       SELECT $1, f.seq, f.id, f.run_id, f.type, f.worker_id, f.lease_epoch, f.body::json
-       FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[])
-         AS f(seq, id, run_id, type, worker_id, lease_epoch, body)
-     ), session AS (
-       UPDATE ${schema.sql}.sessions SET last_seq = $9::int WHERE session_id = $1
-     ), run_index AS (
-       INSERT INTO ${schema.sql}.runs (session_id, run_id, turn_id, started_seq, ended_seq)
-       SELECT $1, r.run_id, r.turn_id, r.started_seq, r.ended_seq
-       FROM unnest($10::text[], $11::text[], $12::int[], $13::int[]) AS r(run_id, turn_id, started_seq, ended_seq)
-       ON CONFLICT (session_id, run_id) DO UPDATE SET
-         started_seq = coalesce(runs.started_seq, excluded.started_seq),
-         ended_seq = coalesce(runs.ended_seq, excluded.ended_seq)
-     ), released AS (
-       -- An ended run is driven by nobody: its lease goes with its run.ended (I7).
-       UPDATE ${schema.sql}.leases SET worker_id = NULL, expires_at = clock_timestamp()
-       WHERE session_id = $1 AND run_id = ANY($14::text[])
-     )
-     SELECT pg_notify($15, 'f:' || md5($1) || ':' || ($9::int)::text)`,
-    [
-      sessionId,
-      appended.map((fact) => fact.seq),
-      appended.map((fact) => fact.id),
-      appended.map((fact) => fact.runId),
-      appended.map((fact) => fact.type),
-      appended.map((fact) => fact.workerId ?? null),
-      appended.map((fact) => fact.leaseEpoch ?? null),
-      appended.map((fact) => JSON.stringify(fact)),
-      lastSeq,
-      runs.map((run) => run.runId),
-      runs.map((run) => run.turnId),
-      runs.map((run) => run.startedSeq),
-      runs.map((run) => run.endedSeq),
-      runs.filter((run) => run.endedSeq !== null).map((run) => run.runId),
-      schema.channel,
-    ],
-  );
+  const endedRuns = runs.filter((run) => run.ended_seq !== null).map((run) => run.run_id);
+  return `WITH inserted AS (
+      INSERT INTO ${schema.sql}.facts (session_id, seq, id, run_id, type, worker_id, lease_epoch, body)
+      SELECT ${session}, f.seq, f.id, f.run_id, f.type, f.worker_id, f.lease_epoch, f.body::json
+      FROM json_to_recordset(${sqlLiteral(JSON.stringify(facts))}::json)
+        AS f(seq int, id text, run_id text, type text, worker_id text, lease_epoch int, body text)
+    ), session AS (
+      UPDATE ${schema.sql}.sessions SET last_seq = ${lastSeq} WHERE session_id = ${session}
+    ), run_index AS (
+      INSERT INTO ${schema.sql}.runs (session_id, run_id, turn_id, started_seq, ended_seq)
+      SELECT ${session}, r.run_id, r.turn_id, r.started_seq, r.ended_seq
+      FROM json_to_recordset(${sqlLiteral(JSON.stringify(runs))}::json)
+        AS r(run_id text, turn_id text, started_seq int, ended_seq int)
+      ON CONFLICT (session_id, run_id) DO UPDATE SET
+        started_seq = coalesce(runs.started_seq, excluded.started_seq),
+        ended_seq = coalesce(runs.ended_seq, excluded.ended_seq)
+    ), released AS (
+      -- An ended run is driven by nobody: its lease goes with its run.ended (I7).
+      UPDATE ${schema.sql}.leases SET worker_id = NULL, expires_at = clock_timestamp()
+      WHERE session_id = ${session}
+        AND run_id IN (SELECT json_array_elements_text(${sqlLiteral(JSON.stringify(endedRuns))}::json))
+    )
+    SELECT pg_notify(${sqlLiteral(schema.channel)}, 'f:' || md5(${session}) || ':${lastSeq}')`;
 }
 
 /** What an append changes in the runs index: one entry per run it starts or ends. */
 function runChanges(appended: readonly Fact[]) {
   const runs = new Map<
     string,
-    { runId: string; turnId: string; startedSeq: number | null; endedSeq: number | null }
+    { run_id: string; turn_id: string; started_seq: number | null; ended_seq: number | null }
   >();
   for (const fact of appended) {
     if (fact.type !== 'run.started' && fact.type !== 'run.ended') continue;
     const run = runs.get(fact.runId) ?? {
-      runId: fact.runId,
-      turnId: fact.turnId,
-      startedSeq: null,
-      endedSeq: null,
+      run_id: fact.runId,
+      turn_id: fact.turnId,
+      started_seq: null,
+      ended_seq: null,
     };
-    if (fact.type === 'run.started') run.startedSeq ??= fact.seq;
-    else run.endedSeq = fact.seq;
+    if (fact.type === 'run.started') run.started_seq ??= fact.seq;
+    else run.ended_seq = fact.seq;
     runs.set(fact.runId, run);
   }
   return [...runs.values()];

@@ -367,7 +367,10 @@ async function waitForLockWait(admin: pg.Pool): Promise<void> {
   }
 }
 
-/** A pool whose COMMITs can be held back, to stop a transaction between its checks and its commit. */
+/**
+ * A pool whose COMMITs (a query ending in COMMIT) can be held back, to stop a transaction between
+ * its checks and its commit.
+ */
 function gatedCommits(url: string) {
   // biome-ignore lint/suspicious/noExplicitAny: the pg module, loaded as the store loads it
   let real: any;
@@ -392,7 +395,7 @@ function gatedCommits(url: string) {
         get(target, property, receiver) {
           if (property !== 'query') return Reflect.get(target, property, receiver);
           return async (text: string, values?: unknown[]) => {
-            if (text === 'COMMIT' && holding) {
+            if (/\bCOMMIT$/.test(text) && holding) {
               holding = false;
               reachedGate();
               await released;

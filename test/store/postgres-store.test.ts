@@ -1,8 +1,9 @@
+import fc from 'fast-check';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Fact, NewFact } from '../../events/facts.ts';
 import { ConcurrencyError, StoreCorruptionError } from '../../store/event-store.ts';
-import { postgresSchema } from '../../store/postgres-connection.ts';
+import { postgresSchema, sqlLiteral } from '../../store/postgres-connection.ts';
 import { StoreOpenError } from '../../store/postgres-errors.ts';
 import { migrations } from '../../store/postgres-migrations.ts';
 import { postgresStore } from '../../store/postgres-store.ts';
@@ -146,6 +147,23 @@ describe('postgresStore across processes', () => {
     await writer.append('session_a', [a.steering('f4', 'run_1')]);
     await reached(4);
     expect(seen.map((fact) => `${fact.id}@${fact.seq}`)).toEqual(['f1@1', 'f2@2', 'f3@3', 'f4@4']);
+  });
+
+  it('sends any text (quotes, backslashes, SQL) as a literal that reads back as itself', async () => {
+    const tricky = ["'; DROP TABLE facts; --", '\\', "\\'", "E'\\x'", '$$', '😀\u2028\n'];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.constantFrom(...tricky),
+          fc.string({ unit: 'grapheme' }).filter((text) => !text.includes('\0')),
+        ),
+        async (text) => {
+          const { rows } = await admin.query(`SELECT ${sqlLiteral(text)}::text AS text`);
+          expect(rows[0]?.text).toBe(text);
+        },
+      ),
+      { numRuns: 200, seed: 42 },
+    );
   });
 
   it('runs the migrations once when several stores open a new schema at once', async () => {
