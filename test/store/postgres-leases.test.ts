@@ -309,8 +309,9 @@ describe('postgresStore leases and fencing', () => {
                 const workerId = `w${worker}`;
                 const lease = held[worker];
                 if (action === 'append' && lease !== undefined) {
-                  const id = `f${(next += 1)}`;
-                  const fact = under(lease, { ...facts.steering(id, 'run_1') });
+                  next += 1;
+                  const id = `f${next}`;
+                  const fact = under(lease, facts.steering(id, 'run_1'));
                   await store.append(sessionId, [fact]).then(
                     () => stored.add(id),
                     (error: unknown) => {
