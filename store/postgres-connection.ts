@@ -97,26 +97,36 @@ export async function openPool(options: {
  * Runs `work` in one transaction on one pooled connection: COMMIT when it resolves, ROLLBACK when
  * it throws. A connection that failed is destroyed rather than returned to the pool.
  */
-export async function inTransaction<T>(
+export function inTransaction<T>(
+  pool: PgPool,
+  work: (client: PgQueryable) => Promise<T>,
+): Promise<T> {
+  return onConnection(pool, async (client) => {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  });
+}
+
+/**
+ * Runs `work` on one pooled connection, which opens and ends its transaction itself; when it
+ * throws, whatever transaction is open is rolled back. A connection that failed is destroyed
+ * rather than returned to the pool.
+ */
+export async function onConnection<T>(
   pool: PgPool,
   work: (client: PgQueryable) => Promise<T>,
 ): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    await client.query('BEGIN');
-    let result: T;
-    try {
-      result = await work(client);
-    } catch (error) {
-      await client.query('ROLLBACK').catch((rollbackError: Error) => {
-        broken = rollbackError;
-      });
-      throw error;
-    }
-    await client.query('COMMIT');
-    return result;
+    return await work(client);
   } catch (error) {
+    // Outside a transaction ROLLBACK only warns; on a dead connection it fails: drop the client.
+    await client.query('ROLLBACK').catch((rollbackError: Error) => {
+      broken = rollbackError;
+    });
     broken ??= isConnectionError(error) ? (error as Error) : undefined;
     throw error;
   } finally {
@@ -125,7 +135,7 @@ export async function inTransaction<T>(
 }
 
 /** True for an error of the connection itself (not an SQL error the server answered with). */
-export function isConnectionError(error: unknown): boolean {
+function isConnectionError(error: unknown): boolean {
   // Server errors carry a five-character SQLSTATE in `code`; socket errors carry E… codes or none.
   const code = (error as { code?: unknown } | undefined)?.code;
   return !(typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code));

@@ -1,7 +1,7 @@
 import type { Fact, NewFact } from '../events/facts.ts';
 import type { AppendResult } from './event-store.ts';
 import {
-  isConnectionError,
+  onConnection,
   type PgPool,
   type PgQueryable,
   type PgRow,
@@ -29,7 +29,7 @@ import { freshFacts, sequenceFacts, storedFactProblem } from './session-log.ts';
  * Values travel as SQL literals (`sqlLiteral`): the simple query protocol, which alone takes
  * several statements in one message, has no parameters.
  */
-export async function appendFacts(options: {
+export function appendFacts(options: {
   pool: PgPool;
   schema: PostgresSchema;
   sessionId: string;
@@ -38,9 +38,7 @@ export async function appendFacts(options: {
   where: string;
 }): Promise<AppendResult> {
   const { schema, sessionId, candidates, where } = options;
-  const client = await options.pool.connect();
-  let broken: Error | undefined;
-  try {
+  return onConnection(options.pool, async (client) => {
     const state = await lockedState(client, schema, sessionId, candidates);
     const known = new Set(state.known);
     const fresh = freshFacts(candidates, (id) => known.has(id));
@@ -59,15 +57,7 @@ export async function appendFacts(options: {
     });
     await client.query(`${writeFacts(schema, sessionId, appended)}; COMMIT`);
     return { appended, lastSeq: state.lastSeq + appended.length };
-  } catch (error) {
-    await client.query('ROLLBACK').catch((rollbackError: Error) => {
-      broken = rollbackError;
-    });
-    broken ??= isConnectionError(error) ? (error as Error) : undefined;
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+  });
 }
 
 async function lockedState(
@@ -192,15 +182,8 @@ export async function readFacts(options: {
   const facts: Fact[] = [];
   for (const [index, row] of rows.entries()) {
     const seq = fromSeq + index;
-    let fact: unknown;
-    try {
-      fact = JSON.parse(String(row.body));
-    } catch (error) {
-      return {
-        facts,
-        problem: `the fact at seq ${seq} is not valid JSON (${(error as Error).message})`,
-      };
-    }
+    // The column is `json`: the server already refused anything that does not parse.
+    const fact: unknown = JSON.parse(String(row.body));
     const problem =
       Number(row.seq) === seq
         ? storedFactProblem(fact, { sessionId, seq })
