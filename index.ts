@@ -109,6 +109,7 @@ export {
 } from './store/event-store.ts';
 export { type LowdbStoreOptions, lowdbStore } from './store/lowdb-store.ts';
 export { type MemoryStoreOptions, memoryStore } from './store/memory-store.ts';
+export type { PgPool } from './store/postgres-connection.ts';
 export { StoreOpenError } from './store/postgres-errors.ts';
 export {
   type PostgresStore,

@@ -9,6 +9,7 @@ import {
   StoreClosedError,
   StoreCorruptionError,
   type StoreFinding,
+  StoreInputError,
   StoreWriteError,
 } from './event-store.ts';
 import { FactListeners, type ListenerErrorHandler } from './fact-listeners.ts';
@@ -80,10 +81,10 @@ class PostgresEventStore implements PostgresStore {
 
   constructor(options: PostgresStoreOptions) {
     if (options.pool !== undefined && options.connectionString !== undefined) {
-      throw new StoreOpenError({
+      throw new StoreInputError({
         message:
           'postgresStore: give either connectionString or pool, not both (the store would not know which database to use)',
-        schema: options.schema ?? 'turnlog',
+        sessionId: undefined,
       });
     }
     this.#options = options;

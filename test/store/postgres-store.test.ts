@@ -175,7 +175,7 @@ describe('postgresStore across processes', () => {
     expect(rows).toEqual(migrations.map(({ version, name }) => ({ version, name })));
   });
 
-  it('refuses a schema written by a newer turnlog, and a database it cannot reach', async () => {
+  it('refuses a schema written by a newer turnlog, a database it cannot reach, and bad options', async () => {
     await database.open().sessions();
     await admin.query(
       `INSERT INTO "${database.schema}".migrations (version, name) VALUES (99, 'future')`,
@@ -188,6 +188,10 @@ describe('postgresStore across processes', () => {
     expect((error as Error).message).toMatch(
       /at migration 99, written by a newer turnlog.*upgrade turnlog/,
     );
+    expect(() => postgresStore({ connectionString: database.url, pool: admin })).toThrow(
+      /give either connectionString or pool, not both/,
+    );
+    expect(() => postgresStore({ schema: 'x'.repeat(64) })).toThrow(/at most 63 bytes/);
     const unreachable = postgresStore({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
     await expect(unreachable.openRuns()).rejects.toSatisfy(StoreOpenError.isInstance);
     await unreachable.close();
