@@ -21,6 +21,7 @@ declare module 'vitest' {
   }
 }
 
+/** Provides `postgres` (a connection string, or why there is none) to every test file. */
 export default async function setup(project: TestProject) {
   const given = process.env.TURNLOG_TEST_DATABASE_URL;
   if (given !== undefined && given !== '') {
