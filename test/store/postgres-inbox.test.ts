@@ -1,14 +1,13 @@
 import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { NewFact } from '../../events/facts.ts';
 import type { PostgresStore } from '../../store/postgres-store.ts';
 import type { InboxItem } from '../../store/run-inbox.ts';
 import { LeaseLostError, type RunLease } from '../../store/run-leases.ts';
 import { testSchema } from '../helpers/postgres.ts';
+import { leaseMs, under } from './postgres-lease-fixture.ts';
 import { storeFacts } from './store-facts.ts';
 
 const a = storeFacts('session_a');
-const leaseMs = 60_000;
 
 describe('postgresStore inbox', () => {
   let database: ReturnType<typeof testSchema>;
@@ -41,12 +40,6 @@ describe('postgresStore inbox', () => {
     if (!attempt.acquired) throw new Error(`${workerId} did not get the lease`);
     return attempt.lease;
   }
-
-  const under = (held: RunLease, fact: NewFact): NewFact => ({
-    ...fact,
-    workerId: held.workerId,
-    leaseEpoch: held.epoch,
-  });
 
   const steer = (id: string, text = 'also check b.md') => ({
     id,
