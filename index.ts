@@ -26,6 +26,18 @@ export {
   type ScriptedToolCall,
   scriptedModel,
 } from './adapters/scripted-model.ts';
+export {
+  type ApprovalDecision,
+  decisionFromApproval,
+  type ToUIMessageStreamOptions,
+  type TurnlogDataTypes,
+  type TurnlogDecisionData,
+  type TurnlogMessageMetadata,
+  type TurnlogUIMessage,
+  type TurnlogUIMessageChunk,
+  toUIMessageStream,
+  toUIMessages,
+} from './adapters/ui-message-stream.ts';
 export { classifyTerminal, type TerminalClassification } from './events/classify-terminal.ts';
 export type {
   ContentPart,
@@ -78,6 +90,7 @@ export {
 export { ProjectionInputError } from './events/projection-input-error.ts';
 export { TurnlogError } from './events/turnlog-error.ts';
 export { foldRun, ReplayDivergenceError } from './machines/rehydrate.ts';
+export { stateToString } from './machines/state-path.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/turn-channel.ts';
 export type { TurnContext, TurnInput, TurnOutcome } from './machines/turn-context.ts';
 export { turnMachine } from './machines/turn-machine.ts';
@@ -138,6 +151,21 @@ export {
 } from './tools/builtin/workspace-tools.ts';
 export { defineTool, toModelToolDefinitions } from './tools/define-tool.ts';
 export {
+  type McpCallToolResult,
+  type McpClient,
+  type McpToolInfo,
+  McpToolsError,
+  type McpToolsOptions,
+  type McpWatchableClient,
+} from './tools/mcp/mcp-client.ts';
+export { mcpToolName } from './tools/mcp/mcp-tool-names.ts';
+export { type McpTool, mcpTools } from './tools/mcp/mcp-tools.ts';
+export {
+  type McpToolWatch,
+  type WatchMcpToolsOptions,
+  watchMcpTools,
+} from './tools/mcp/watch-mcp-tools.ts';
+export {
   DecisionConflictError,
   DecisionMismatchError,
   InvalidDecisionError,
@@ -159,3 +187,4 @@ export {
   ToolSchemaConversionError,
   WorkspaceRootError,
 } from './tools/tool-errors.ts';
+export type { ToolsOption } from './tools/tool-set-source.ts';

@@ -16,10 +16,9 @@ import {
 } from './runtime-errors.ts';
 import type { EventStore } from './store/event-store.ts';
 import { lowdbStore } from './store/lowdb-store.ts';
-import { toModelToolDefinitions } from './tools/define-tool.ts';
 import { validateDecision } from './tools/permission-policy.ts';
-import type { PermissionPolicy, ToolSet } from './tools/tool.ts';
-import { createToolRuntime } from './tools/tool-runtime.ts';
+import type { PermissionPolicy } from './tools/tool.ts';
+import { createToolSetSource, type ToolsOption } from './tools/tool-set-source.ts';
 
 /** The version recorded in each `run.started`. */
 export const runtimeVersion = '0.1.0';
@@ -40,7 +39,11 @@ export const defaultLimits: RunLimits = {
 export interface RuntimeOptions {
   /** An AI SDK language model (spec v3 or v4) or a `ModelAdapter`. */
   model: AiSdkLanguageModel | ModelAdapter;
-  tools?: ToolSet;
+  /**
+   * The tools: a record, or a function returning one that is read when each run starts (the
+   * run keeps that set until it ends), e.g. `() => ({ ...watch.tools, weather })`.
+   */
+  tools?: ToolsOption;
   /** Default: `lowdbStore({ dir: '.turnlog' })`. */
   store?: EventStore;
   system?: string;
@@ -71,12 +74,7 @@ export type { RecoveredRun };
 export function createRuntime(options: RuntimeOptions) {
   const now = options.now ?? Date.now;
   const adapter = toAdapter(options.model, now);
-  const tools = options.tools ?? {};
-  const toolDefinitions = toModelToolDefinitions(tools);
-  const toolRuntime = createToolRuntime({
-    tools,
-    ...(options.policy ? { policy: options.policy } : {}),
-  });
+  const tools = createToolSetSource({ tools: options.tools, policy: options.policy });
   const store = options.store ?? lowdbStore({ dir: '.turnlog' });
   const limits = resolveLimits(options.limits);
   const generateId = options.generateId ?? createIdGenerator({ now });
@@ -103,8 +101,7 @@ export function createRuntime(options: RuntimeOptions) {
   const runs = createLiveRuns({
     store,
     adapter,
-    toolRuntime,
-    toolDefinitions,
+    tools,
     system: options.system,
     now,
     generateId,

@@ -89,6 +89,12 @@ export interface RequestCapture {
   activeTools: string[] | undefined;
   /** `hashText` of the JSON of the whole turnlog request (system, messages, tools, options). */
   inputHash: string;
+  /**
+   * `hashJson` of the tool definitions the request carried (names, descriptions, JSON Schemas):
+   * equal in two steps exactly when the model was shown the same tools. Absent in logs written
+   * before it was recorded.
+   */
+  toolsHash?: string;
 }
 
 /** The run's limits, recorded in `run.started` so a replay of the log needs nothing else. */

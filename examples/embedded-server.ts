@@ -8,6 +8,9 @@
 //   POST /sessions/:id/stop       { reason? }                    → 200 { stopped }
 //   GET  /sessions/:id/facts                                     → 200 [fact, …]
 //   GET  /sessions/:id/pending                                   → 200 [decision, …]
+// and the web example (examples/web, built by `npm run web`): the chat page at /, talking to
+// /api/chat as useChat does (examples/web/server/chat-routes.ts), and the log viewer at /log
+// (examples/web/server/log-routes.ts).
 // Errors are JSON { error, message }: 400 bad input, 404 no such run or decision, 409 busy or
 // already decided. Offline with a scripted model unless OPENAI_API_KEY or
 // GOOGLE_GENERATIVE_AI_API_KEY is set; the log goes to .turnlog/embedded-server/ (under
@@ -15,8 +18,18 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { lowdbStore, type PermissionDecision, type Runtime, TurnlogError } from '../index.ts';
+import {
+  lowdbStore,
+  type PermissionDecision,
+  type Runtime,
+  type TurnHandle,
+  TurnlogError,
+} from '../index.ts';
+import { HttpError } from './http-error.ts';
 import { createNotesRuntime } from './notes-agent.ts';
+import { createChatRoutes, track } from './web/server/chat-routes.ts';
+import { createLogRoutes } from './web/server/log-routes.ts';
+import { staticFile } from './web/server/static-files.ts';
 
 /** HTTP status of each turnlog error the routes can meet. */
 const statusOfError: Record<string, number> = {
@@ -31,16 +44,6 @@ const statusOfError: Record<string, number> = {
 };
 
 const decisions: readonly PermissionDecision[] = ['allow', 'deny', 'report-unknown', 'abort'];
-
-/** A request the routes refuse, with its status. */
-class HttpError extends Error {
-  readonly status: number;
-  constructor(status: number, name: string, message: string) {
-    super(message);
-    this.name = name;
-    this.status = status;
-  }
-}
 
 /**
  * Starts the server: a note-keeping agent on a lowdb log in `dir`, unfinished runs recovered,
@@ -57,9 +60,18 @@ export async function startServer(options: { port?: number; host?: string; dir?:
   const store = lowdbStore({ dir });
   const runtime = await createNotesRuntime(store);
   const recovered = await runtime.recover();
+  // The handle of each session's unfinished run: UI message streams replay and follow it.
+  const turns = new Map<string, TurnHandle>();
+  for (const run of recovered) if (run.status !== 'damaged') track(turns, run.turn);
   const streams = new Set<ServerResponse>();
+  const web: Web = {
+    turns,
+    chat: createChatRoutes(runtime, turns),
+    log: createLogRoutes({ runtime, store, recovered }),
+    uiStreams: new Set(),
+  };
   const server = createServer((request, response) => {
-    route(runtime, streams, request, response).catch((error: unknown) =>
+    route(runtime, streams, web, request, response).catch((error: unknown) =>
       sendError(response, error),
     );
   });
@@ -85,6 +97,8 @@ export async function startServer(options: { port?: number; host?: string; dir?:
       closing ??= (async () => {
         const closed = new Promise((resolve) => server.close(resolve));
         for (const stream of streams) stream.end('event: shutdown\ndata: {}\n\n');
+        // To a chat page this is a disconnect: it resumes from the log on the next start.
+        for (const stream of web.uiStreams) stream.destroy();
         server.closeIdleConnections();
         await closed;
         await runtime.close();
@@ -94,13 +108,24 @@ export async function startServer(options: { port?: number; host?: string; dir?:
   };
 }
 
+/** What the web example's routes share. */
+interface Web {
+  turns: Map<string, TurnHandle>;
+  chat: ReturnType<typeof createChatRoutes>;
+  log: ReturnType<typeof createLogRoutes>;
+  /** Open UI message streams (destroyed, not ended, on shutdown). */
+  uiStreams: Set<ServerResponse>;
+}
+
 async function route(
   runtime: Runtime,
   streams: Set<ServerResponse>,
+  web: Web,
   request: IncomingMessage,
   response: ServerResponse,
 ) {
   const url = new URL(request.url ?? '/', 'http://localhost');
+  if (await webRoute(web, url, request, response)) return;
   const match = /^\/sessions\/([^/]+)\/(messages|decisions|stop|facts|pending)$/.exec(url.pathname);
   if (match === null) throw new HttpError(404, 'NotFound', `No route for ${url.pathname}.`);
   const sessionId = decodeURIComponent(match[1] ?? '');
@@ -116,6 +141,7 @@ async function route(
       if (typeof text !== 'string') throw badInput('The body needs "text", a string');
       // send() throws SessionBusyError (409) before anything is streamed.
       const turn = await runtime.send({ sessionId, text });
+      track(web.turns, turn);
       return stream(response, streams, turn.events);
     }
     case 'decisions': {
@@ -176,15 +202,79 @@ async function stream(
   }
 }
 
+/** The web example's routes; `false` when the request is not one of them. */
+async function webRoute(
+  web: Web,
+  url: URL,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<boolean> {
+  const { pathname } = url;
+  const chatStream = /^\/api\/chat\/([^/]+)\/(stream|messages)$/.exec(pathname);
+  if (request.method === 'POST' && pathname === '/api/chat') {
+    const chat = await web.chat.post(await readBody(request, { limit: 4 * 1024 * 1024 }));
+    await sendWebResponse(response, chat, web.uiStreams);
+  } else if (request.method === 'GET' && chatStream !== null) {
+    const sessionId = decodeURIComponent(chatStream[1] ?? '');
+    if (chatStream[2] === 'messages') sendJson(response, 200, await web.chat.messages(sessionId));
+    else await sendWebResponse(response, web.chat.resume(sessionId), web.uiStreams);
+  } else if (
+    request.method === 'GET' &&
+    (pathname === '/' || pathname === '/log' || pathname.startsWith('/assets/'))
+  ) {
+    const file = await staticFile(pathname);
+    if (file === undefined) {
+      throw new HttpError(
+        404,
+        'NotFound',
+        `No page at ${pathname}. Build the web pages first: npm run web (it builds them and starts this server).`,
+      );
+    }
+    response.writeHead(200, { 'content-type': file.contentType });
+    response.end(file.body);
+  } else {
+    const answer = request.method === 'GET' ? await web.log(url) : undefined;
+    if (answer === undefined) return false;
+    sendJson(response, answer.status, answer.body);
+  }
+  return true;
+}
+
+/** Writes a fetch `Response` (a UI message stream) to the client; a failed stream is a disconnect. */
+async function sendWebResponse(
+  response: ServerResponse,
+  answer: Response,
+  open: Set<ServerResponse>,
+) {
+  response.writeHead(answer.status, Object.fromEntries(answer.headers));
+  if (answer.body === null) return void response.end();
+  const reader = answer.body.getReader();
+  open.add(response);
+  // A client that leaves stops its stream, not the run.
+  response.once('close', () => void reader.cancel().catch(() => {}));
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      response.write(value);
+    }
+    response.end();
+  } catch {
+    response.destroy();
+  } finally {
+    open.delete(response);
+  }
+}
+
 async function readBody(
   request: IncomingMessage,
-  { optional = false } = {},
+  { optional = false, limit = 64 * 1024 } = {},
 ): Promise<Record<string, unknown>> {
   let body = '';
   for await (const chunk of request) {
     body += chunk;
-    if (body.length > 64 * 1024)
-      throw new HttpError(413, 'PayloadTooLarge', 'The body is over 64 KiB.');
+    if (body.length > limit)
+      throw new HttpError(413, 'PayloadTooLarge', `The body is over ${limit / 1024} KiB.`);
   }
   if (body.trim() === '' && optional) return {};
   let value: unknown;

@@ -1,6 +1,7 @@
 // The agent behind examples/embedded-server.ts: a note keeper whose `saveNote` asks a person
-// first. Offline, its scripted model answers from the conversation it is sent, so it plays any
-// number of sessions and turns.
+// first, and whose `backUpNotes` takes a while (NOTES_BACKUP_MS, default 3000 ms): a process
+// that dies while it runs leaves an indeterminate call for a person. Offline, its scripted
+// model answers from the conversation it is sent, so it plays any number of sessions and turns.
 import { z } from 'zod';
 import { createRuntime, defineTool, type EventStore, type ScriptedResponse } from '../index.ts';
 import { pickModel, type ScriptedCall } from './pick-model.ts';
@@ -31,12 +32,29 @@ export async function createNotesRuntime(store: EventStore) {
         ? 'No notes yet.'
         : [...notes].map(([title, text]) => `${title}: ${text}`).join('\n'),
   });
+  const backUpNotes = defineTool({
+    description: 'Back the notes up to the backup service (takes a few seconds).',
+    inputSchema: z.object({}),
+    execute: async (_input, { signal }) => {
+      // Printed once `tool.started` is durable (execute runs only after it).
+      console.log(`backing up ${notes.size} note(s)…`);
+      const ms = Number(process.env.NOTES_BACKUP_MS ?? 3000);
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, ms);
+        signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          reject(new Error('the backup was stopped'));
+        });
+      });
+      return `Backed up ${notes.size} note(s).`;
+    },
+  });
   return createRuntime({
     model: await pickModel(notesReply),
     store,
     system:
-      'You keep notes for the user. Save what they ask you to remember; list notes on request.',
-    tools: { saveNote, listNotes },
+      'You keep notes for the user. Save what they ask you to remember; list notes on request; back them up on request.',
+    tools: { saveNote, listNotes, backUpNotes },
   });
 }
 
@@ -51,12 +69,20 @@ export function notesReply(call: ScriptedCall): ScriptedResponse {
     if (part?.type === 'tool-result' && part.toolName === 'listNotes') {
       return { text: ['Your notes:\n', text] };
     }
+    if (part?.type === 'tool-result' && part.toolName === 'backUpNotes') {
+      return text.startsWith('Backed up')
+        ? { text: text }
+        : { text: "I can't tell whether the backup finished; ask me to back up again to be sure." };
+    }
     return { text: 'All right, I did not save it.' };
   }
   const request =
     last?.role === 'user'
       ? last.content.map((part) => (part.type === 'text' ? part.text : '')).join('')
       : '';
+  if (/\bback ?up\b/i.test(request)) {
+    return { text: 'Backing up your notes.', toolCalls: [{ name: 'backUpNotes', input: {} }] };
+  }
   if (/\bnotes\b/i.test(request) && !/remember/i.test(request)) {
     return { text: 'Let me look.', toolCalls: [{ name: 'listNotes', input: {} }] };
   }

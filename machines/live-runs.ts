@@ -2,10 +2,9 @@ import type { InspectionEvent, Observer } from 'xstate';
 import type { ModelAdapter } from '../adapters/model-adapter.ts';
 import type { Fact, RunLimits } from '../events/facts.ts';
 import type { IdGenerator } from '../events/ids.ts';
-import type { ModelToolDefinition } from '../events/messages.ts';
 import { type LogDamage, planRecovery } from '../events/plan-recovery.ts';
 import type { EventStore } from '../store/event-store.ts';
-import type { ToolRuntime } from '../tools/tool.ts';
+import type { ToolSetSource } from '../tools/tool-set-source.ts';
 import { foldRun, ReplayDivergenceError } from './rehydrate.ts';
 import { liveTurnMachine } from './run-actors.ts';
 import { createRunDriver, type RunDriver } from './run-driver.ts';
@@ -54,8 +53,8 @@ interface LiveRun {
 export interface LiveRunsOptions {
   store: EventStore;
   adapter: ModelAdapter;
-  toolRuntime: ToolRuntime;
-  toolDefinitions: ModelToolDefinition[];
+  /** Each run's tool set, read when the run is opened and kept until it ends. */
+  tools: ToolSetSource;
   system: string | undefined;
   now: () => number;
   generateId: IdGenerator;
@@ -107,8 +106,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
     let driver!: RunDriver;
     runServices.set(ids.runId, {
       adapter: options.adapter,
-      toolRuntime: options.toolRuntime,
-      toolDefinitions: options.toolDefinitions,
+      ...options.tools.forRun(ids.runId),
       system: options.system,
       limits,
       store,
@@ -153,6 +151,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
   /** The run is over (or its driver failed): the runtime keeps nothing of it. */
   function forget(ids: RunIds, driver: RunDriver) {
     sinks.delete(ids.runId);
+    options.tools.release(ids.runId);
     if (live.get(ids.sessionId)?.driver !== driver) return;
     live.delete(ids.sessionId);
     runServices.delete(ids.runId);
@@ -180,6 +179,8 @@ export function createLiveRuns(options: LiveRunsOptions) {
 
     /** Starts a new run with its `run.started`. */
     async start(ids: RunIds, facts: Fact[], draft: Parameters<RunDriver['begin']>[0]) {
+      // Read (and pin) the run's tools first: a tools function that throws leaves nothing behind.
+      options.tools.forRun(ids.runId);
       const handle = newHandle(ids);
       await open(ids, facts, draft.limits).begin(draft);
       return handle;
@@ -231,6 +232,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
         throw error;
       }
       const ids = { sessionId, turnId: plan.turnId, runId };
+      options.tools.forRun(runId);
       const handle = newHandle(ids, folded.facts);
       const started = folded.facts[0];
       const driver = open(ids, facts, (started as Extract<Fact, { type: 'run.started' }>).limits);

@@ -61,7 +61,8 @@ export function prepareStepActor(servicesOf: ServicesOf) {
       type: 'step.started',
       stepId,
       attempt,
-      request: services.adapter.capture(request),
+      // The run's tool set is fixed while it runs; the hash says which set this step was sent with.
+      request: { ...services.adapter.capture(request), toolsHash: services.toolsHash },
       projectedThroughSeq,
     });
     if (!taken) services.prepared.delete(preparedKey(stepId, attempt));

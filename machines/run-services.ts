@@ -14,6 +14,8 @@ export interface RunServices {
   adapter: ModelAdapter;
   toolRuntime: ToolRuntime;
   toolDefinitions: ModelToolDefinition[];
+  /** `hashJson(toolDefinitions)`, recorded in each `step.started`. */
+  toolsHash: string;
   system: string | undefined;
   limits: RunLimits;
   store: EventStore;

@@ -26,7 +26,10 @@ export interface ToolDefinition<TSchema extends StandardSchemaV1, TOutput> {
   permission?: ToolPermission<StandardSchemaV1.InferOutput<TSchema>>;
   /** Milliseconds before the call settles `error` (default 120 000). */
   timeoutMs?: number;
-  /** Strings to redact from the model-visible text (API keys the tool uses, say). */
+  /**
+   * Strings to redact from the model-visible text (API keys the tool uses, say); see
+   * `Tool.secrets` for when it is called and what happens when it throws.
+   */
   secrets?: (input: StandardSchemaV1.InferOutput<TSchema>) => string[];
   execute: (
     input: StandardSchemaV1.InferOutput<TSchema>,

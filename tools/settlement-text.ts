@@ -32,6 +32,10 @@ export const settlementText = {
 
   failed: (message: string): string => `The tool failed: ${cap(message)}`,
 
+  /** The tool returned, but its secrets could not be read (`problem`), so nothing is shown. */
+  outputWithheld: (problem: string): string =>
+    `The tool ran, but its result is withheld: without the tool's secrets (${problem}) nothing can be redacted. It may have changed things; ${lowerFirst(inspectFirst)}`,
+
   failedAfterStop: (message: string): string =>
     `The run was stopped while this call was running; the tool ended with: ${cap(message)}. It may have partly run; ${lowerFirst(inspectFirst)}`,
 

@@ -1,5 +1,12 @@
 import type { JsonValue } from '../events/json.ts';
 
+/**
+ * Strings at least this long that a tool did not declare as secrets are still treated as ones
+ * where they may be: raw input strings in schema messages, `runCommand`'s `env` values. Shorter
+ * ones are left (redacting `1` would garble every number, and so short a secret protects little).
+ */
+export const minRedactedLength = 8;
+
 /** The most JSON characters of a tool's return value kept as `output` in `tool.settled`. */
 export const maxStoredOutputChars = 16_384;
 
@@ -55,6 +62,59 @@ export function truncationMarker(cutChars: number): string {
   return `\n[… ${cutChars} characters cut here. Do not re-run commands with side effects just to see them; ask for less output instead (a smaller range, a filter).]\n`;
 }
 
+/** What a tool's `secrets` function gave for one call, or why it gave nothing usable. */
+export type ToolSecrets =
+  | { readable: true; secrets: string[] }
+  /** `problem` names what went wrong without the thrown message, which may hold a secret. */
+  | { readable: false; problem: string };
+
+/**
+ * Calls a tool's `secrets` function (`read`) and checks what it returned. Fails closed: a throw,
+ * or anything but an array of strings (`undefined` and `null` items mean "no secret": an unset
+ * environment variable), is `readable: false`, and every text of the call that came from the
+ * tool must then be withheld, since it cannot be redacted.
+ */
+export function readSecrets(read: () => unknown): ToolSecrets {
+  let value: unknown;
+  try {
+    value = read();
+  } catch {
+    return { readable: false, problem: 'secrets() threw' };
+  }
+  if (!Array.isArray(value)) {
+    return { readable: false, problem: `secrets() returned ${describeType(value)}, not an array` };
+  }
+  const secrets: string[] = [];
+  for (const item of value) {
+    if (typeof item === 'string') secrets.push(item);
+    else if (item !== undefined && item !== null) {
+      return {
+        readable: false,
+        problem: `secrets() returned an array holding ${describeType(item)}, not only strings`,
+      };
+    }
+  }
+  return { readable: true, secrets };
+}
+
+/**
+ * A thrown value's message as the model and the log may see it: redacted of the tool's
+ * secrets, or a note that it was withheld when they could not be read.
+ */
+export function redactedMessage(error: unknown, secrets: ToolSecrets): string {
+  return secrets.readable
+    ? redactSecrets(errorMessage(error), secrets.secrets)
+    : withheldNote('its message is', secrets);
+}
+
+/**
+ * Says why a tool's text is withheld, e.g. `(its message is withheld: without the tool's
+ * secrets (secrets() threw) nothing can be redacted)`.
+ */
+export function withheldNote(what: string, secrets: { problem: string }): string {
+  return `(${what} withheld: without the tool's secrets (${secrets.problem}) nothing can be redacted)`;
+}
+
 /** Replaces every occurrence of each non-empty secret with `[redacted]`, longest first. */
 export function redactSecrets(text: string, secrets: readonly string[]): string {
   let result = text;
@@ -98,6 +158,11 @@ function stringifyOutput(value: unknown): string {
     // A cycle or a bigint: fall back to the value's own string form.
   }
   return safeString(value);
+}
+
+function describeType(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
 /** `String(value)`, or a placeholder for a value that refuses to become a string. */

@@ -17,7 +17,13 @@ import type {
   ToolSet,
 } from './tool.ts';
 import { toolFactId } from './tool-fact-id.ts';
-import { errorMessage, formatToolOutput, redactSecrets, truncateText } from './tool-output.ts';
+import {
+  formatToolOutput,
+  readSecrets,
+  redactedMessage,
+  type ToolSecrets,
+  truncateText,
+} from './tool-output.ts';
 import { validateToolInput } from './validate-input.ts';
 
 /** Options of `createToolRuntime`. */
@@ -130,7 +136,9 @@ export function createToolRuntime({
       });
     } catch (error) {
       await settle(call, context, 'error', {
-        text: settlementText.permissionFailed(errorMessage(error)),
+        text: settlementText.permissionFailed(
+          redactedMessage(error, secretsOf(tool, validation.value)),
+        ),
       });
       return;
     }
@@ -217,15 +225,24 @@ export function createToolRuntime({
         stopGraceMs: context.limits.stopGraceMs,
       });
       const durationMs = Math.max(0, Math.round(now() - startedAt));
+      // Read after execute: a tool may learn a secret while running (a fetched token).
       const secrets = secretsOf(tool, validation.value);
-      const failure = (error: unknown) => redactSecrets(errorMessage(error), secrets);
+      const failure = (error: unknown) => redactedMessage(error, secrets);
       switch (result.kind) {
         case 'returned':
+          if (!secrets.readable) {
+            // Fail closed: a result that cannot be redacted is never recorded (no `output`).
+            await settle(call, context, 'error', {
+              text: settlementText.outputWithheld(secrets.problem),
+              durationMs,
+            });
+            return;
+          }
           await settle(call, context, 'success', {
             ...formatToolOutput({
               value: result.value,
               maxChars: context.limits.toolOutputChars,
-              secrets,
+              secrets: secrets.secrets,
             }),
             durationMs,
           });
@@ -309,15 +326,8 @@ export function createToolRuntime({
   };
 }
 
-function secretsOf(tool: Tool, input: unknown): string[] {
-  try {
-    const secrets: unknown = tool.secrets(copyOf(input));
-    return Array.isArray(secrets)
-      ? secrets.filter((secret): secret is string => typeof secret === 'string')
-      : [];
-  } catch {
-    return [];
-  }
+function secretsOf(tool: Tool, input: unknown): ToolSecrets {
+  return readSecrets(() => tool.secrets(copyOf(input)));
 }
 
 /** A copy, so neither a permission function nor `execute` can change the recorded input. */

@@ -81,7 +81,13 @@ export interface Tool<TInput = any, TOutput = unknown> {
   permission: ToolPermission<TInput>;
   /** Milliseconds before `execute` is abandoned and the call settles `error`. */
   timeoutMs: number;
-  /** Strings to redact from error messages and output text (API keys the tool uses, say). */
+  /**
+   * Strings to redact from everything of the call that reaches the log and the model: output,
+   * thrown messages, permission and schema errors (API keys the tool uses, say). Called with the
+   * validated input, or with the raw input when validation failed. Fails closed: when it throws
+   * or returns anything but an array of strings, that text is withheld, and a returned value
+   * settles as `error` without being recorded.
+   */
   secrets: (input: TInput) => string[];
   execute: (input: TInput, context: ToolExecuteContext) => TOutput | Promise<TOutput>;
 }

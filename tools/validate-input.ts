@@ -1,11 +1,16 @@
 import { hashJson, type JsonValue } from '../events/json.ts';
 import type { StandardSchemaV1, Tool } from './tool.ts';
-import { errorMessage } from './tool-output.ts';
+import {
+  minRedactedLength,
+  readSecrets,
+  redactedMessage,
+  redactSecrets,
+  type ToolSecrets,
+  withheldNote,
+} from './tool-output.ts';
 
 /** The most issues listed in an `invalid` text. */
 const maxListedIssues = 20;
-/** Raw strings at least this long are blanked out of issue messages (they may be secrets). */
-const minEchoLength = 8;
 
 /** The outcome of validating a call's raw input against its tool's schema. */
 export type InputValidation =
@@ -24,7 +29,9 @@ export type InputValidation =
 /**
  * Validates a call's raw input with its tool's schema. Never throws: a failing schema gives
  * `invalid` with a text naming each failing field and what it expects (never the values); a
- * throwing schema or an output that is not JSON gives `error`.
+ * throwing schema or an output that is not JSON gives `error`. The schema's messages go through
+ * the tool's `secrets`, called with the raw input (there is no validated one): redacted, or
+ * withheld when the secrets cannot be read.
  */
 export async function validateToolInput({
   name,
@@ -32,9 +39,10 @@ export async function validateToolInput({
   raw,
 }: {
   name: string;
-  tool: Pick<Tool, 'inputSchema'>;
+  tool: Pick<Tool, 'inputSchema' | 'secrets'>;
   raw: unknown;
 }): Promise<InputValidation> {
+  const secretsOfRaw = () => readSecrets(() => tool.secrets(structuredClone(raw)));
   let result: StandardSchemaV1.Result<unknown>;
   try {
     // A copy: a transform must not change the call record it came from.
@@ -42,11 +50,14 @@ export async function validateToolInput({
   } catch (error) {
     return {
       status: 'error',
-      text: `The input of tool "${name}" could not be validated (its schema threw: ${errorMessage(error)}). The call was not run.`,
+      text: `The input of tool "${name}" could not be validated (its schema threw: ${redactedMessage(error, secretsOfRaw())}). The call was not run.`,
     };
   }
   if (result.issues !== undefined) {
-    return { status: 'invalid', text: describeIssues(name, result.issues, raw) };
+    return {
+      status: 'invalid',
+      text: describeIssues({ name, issues: result.issues, raw, secrets: secretsOfRaw() }),
+    };
   }
   let json: JsonValue | undefined;
   try {
@@ -63,25 +74,39 @@ export async function validateToolInput({
   return { status: 'valid', value: result.value, json, inputHash: hashJson(json) };
 }
 
-/** The model-visible text for a failed validation. */
-export function describeIssues(
-  name: string,
-  issues: ReadonlyArray<StandardSchemaV1.Issue>,
-  raw: unknown,
-): string {
-  const echoes = rawStrings(raw).filter((value) => value.length >= minEchoLength);
+/**
+ * The model-visible text for a failed validation: each failing field with the schema's message,
+ * raw input strings blanked out of it and the tool's secrets redacted; when the secrets cannot
+ * be read, the fields alone.
+ */
+export function describeIssues({
+  name,
+  issues,
+  raw,
+  secrets,
+}: {
+  name: string;
+  issues: ReadonlyArray<StandardSchemaV1.Issue>;
+  raw: unknown;
+  secrets: ToolSecrets;
+}): string {
+  const echoes = rawStrings(raw).filter((value) => value.length >= minRedactedLength);
   const lines = issues.slice(0, maxListedIssues).map((issue) => {
+    if (!secrets.readable) return `- ${formatPath(issue.path)}`;
     const message = blankOut(String(issue.message), echoes).replace(
       /,? received undefined$/,
       ', but it is missing',
     );
-    return `- ${formatPath(issue.path)}: ${message}`;
+    return redactSecrets(`- ${formatPath(issue.path)}: ${message}`, secrets.secrets);
   });
   if (issues.length > maxListedIssues) {
     lines.push(`- … and ${issues.length - maxListedIssues} more`);
   }
+  const header = `Invalid input for tool "${name}"; the call was not run. Fix these fields and call it again`;
   return [
-    `Invalid input for tool "${name}"; the call was not run. Fix these fields and call it again:`,
+    secrets.readable
+      ? `${header}:`
+      : `${header} ${withheldNote("the schema's messages are", secrets)}:`,
     ...lines,
   ].join('\n');
 }

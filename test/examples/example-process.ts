@@ -44,7 +44,13 @@ export interface ExampleProcess {
  */
 export function startExample(
   name: string,
-  options: { env?: Record<string, string>; cwd?: string; stdin?: string } = {},
+  options: {
+    env?: Record<string, string>;
+    cwd?: string;
+    stdin?: string;
+    /** Keep it running after the current test (a server shared by several tests); kill it yourself. */
+    outlivesTest?: boolean;
+  } = {},
 ): ExampleProcess {
   const env: Record<string, string | undefined> = { ...process.env, ...options.env };
   delete env.OPENAI_API_KEY;
@@ -75,9 +81,11 @@ export function startExample(
     done = true;
   });
   // A test that fails half way must not leave its example running.
-  onTestFinished(() => {
-    if (!done) child.kill('SIGKILL');
-  });
+  if (options.outlivesTest !== true) {
+    onTestFinished(() => {
+      if (!done) child.kill('SIGKILL');
+    });
+  }
   if (options.stdin !== undefined) child.stdin.end(options.stdin);
   return {
     child,

@@ -51,13 +51,10 @@ describe('results', () => {
     expect(JSON.stringify(log.ofType('tool.settled'))).not.toContain('key-12345');
   });
 
-  it('settles throws of non-errors and a throwing secrets function without throwing', async () => {
+  it('settles throws of non-errors as error with their JSON or text, without throwing', async () => {
     const tool = defineTool({
       description: 'Misbehaves',
       inputSchema: z.object({ kind: z.enum(['object', 'number']) }),
-      secrets: () => {
-        throw new Error('secrets exploded');
-      },
       execute: ({ kind }) => {
         throw kind === 'object' ? { code: 'E_BAD' } : 42;
       },

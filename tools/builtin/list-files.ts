@@ -1,10 +1,9 @@
 import type { Dirent } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
-import path from 'node:path';
 import { z } from 'zod';
 import { defineTool } from '../define-tool.ts';
 import type { Tool, ToolPermission } from '../tool.ts';
-import { relativeTo, type Workspace } from './workspace-path.ts';
+import { listInside } from './confined-files.ts';
+import { displayPath, type Workspace } from './workspace-path.ts';
 
 /** Directory names never listed or entered. */
 export const skippedDirectories: ReadonlySet<string> = new Set(['node_modules', '.git']);
@@ -30,7 +29,9 @@ export interface ListFilesOptions {
 /**
  * `listFiles`: lists a directory inside the workspace, optionally recursively, one entry a
  * line relative to the root (`dir/` for directories, `name@` for symlinks, which are never
- * followed), sorted, bounded, without `node_modules` and `.git`.
+ * followed), sorted, bounded, without `node_modules` and `.git`. A path that could be misread
+ * (a newline in a name, say) is shown as a JSON string (`displayPath`), so each entry is one
+ * line. Every folder is read through confined-files.ts `listInside`.
  */
 export function listFilesTool(
   workspace: Workspace,
@@ -39,7 +40,7 @@ export function listFilesTool(
   const maxEntries = options.maxEntries ?? 2_000;
   const defaultEntries = Math.min(options.defaultEntries ?? 200, maxEntries);
   return defineTool({
-    description: `List the files of a directory in the workspace (node_modules and .git are skipped). Set recursive to include subdirectories; at most ${defaultEntries} entries unless maxEntries says otherwise (up to ${maxEntries}).`,
+    description: `List the files of a directory in the workspace (node_modules and .git are skipped), one a line: "dir/" for a directory, "name@" for a symlink. A path with a control character, a leading or trailing space, a leading quote or a trailing @ is shown as a JSON string ("a\\nb.txt"). Set recursive to include subdirectories; at most ${defaultEntries} entries unless maxEntries says otherwise (up to ${maxEntries}).`,
     inputSchema: z.object({
       path: workspace.pathSchema('Directory relative to the workspace root').default('.'),
       recursive: z.boolean().default(false).describe('Include subdirectories'),
@@ -54,23 +55,29 @@ export function listFilesTool(
     permission: options.permission ?? 'allow',
     execute: async ({ path: requested, recursive, maxEntries: cap }) => {
       const target = workspace.resolveOrThrow(requested);
-      if (!target.exists) throw new Error(`${target.relative} does not exist`);
-      if (!(await stat(target.absolute)).isDirectory()) {
-        throw new Error(`${target.relative} is not a directory; use readFile`);
-      }
+      const shown = displayPath(target.relative);
+      if (!target.exists) throw new Error(`${shown} does not exist`);
       const lines: string[] = [];
       let complete = true;
-      // Depth first, sorted: a pending stack of directories to read.
-      const stack: string[] = [target.absolute];
+      // Depth first, sorted: a pending stack of directories (relative to the root) to read.
+      const stack: string[] = [target.relative];
       while (stack.length > 0 && complete) {
         const directory = stack.pop() as string;
         let entries: Dirent[];
         try {
-          entries = await readdir(directory, { withFileTypes: true });
+          entries = await listInside(workspace, directory);
         } catch (error) {
-          lines.push(
-            `${relativeTo(workspace.root, directory)}/ (unreadable: ${(error as NodeJS.ErrnoException).code ?? 'error'})`,
-          );
+          const code = (error as NodeJS.ErrnoException).code;
+          if (directory === target.relative) {
+            throw code === 'ENOTDIR'
+              ? new Error(`${shown} is not a directory; use readFile`)
+              : error;
+          }
+          const why =
+            code === undefined
+              ? 'refused: it was moved or replaced while being listed'
+              : `unreadable: ${code}`;
+          lines.push(`${displayPath(directory)}/ (${why})`);
           continue;
         }
         entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -81,19 +88,18 @@ export function listFilesTool(
             complete = false;
             break;
           }
-          const absolute = path.join(directory, entry.name);
-          const relative = relativeTo(workspace.root, absolute);
-          if (entry.isSymbolicLink()) lines.push(`${relative}@`);
+          const relative = directory === '.' ? entry.name : `${directory}/${entry.name}`;
+          if (entry.isSymbolicLink()) lines.push(`${displayPath(relative)}@`);
           else if (entry.isDirectory()) {
-            lines.push(`${relative}/`);
-            if (recursive) subdirectories.push(absolute);
-          } else lines.push(relative);
+            lines.push(`${displayPath(relative)}/`);
+            if (recursive) subdirectories.push(relative);
+          } else lines.push(displayPath(relative));
         }
         stack.push(...subdirectories.reverse());
       }
       const header = complete
-        ? `[${target.relative}: ${lines.length} ${lines.length === 1 ? 'entry' : 'entries'}]`
-        : `[${target.relative}: stopped after ${cap} entries; list a subdirectory${cap < maxEntries ? ` or raise maxEntries (up to ${maxEntries})` : ''} to see more]`;
+        ? `[${shown}: ${lines.length} ${lines.length === 1 ? 'entry' : 'entries'}]`
+        : `[${shown}: stopped after ${cap} entries; list a subdirectory${cap < maxEntries ? ` or raise maxEntries (up to ${maxEntries})` : ''} to see more]`;
       return lines.length === 0 ? `${header}\n(empty)` : `${header}\n${lines.join('\n')}`;
     },
   });

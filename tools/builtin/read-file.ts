@@ -1,9 +1,9 @@
 import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineTool } from '../define-tool.ts';
 import type { Tool, ToolPermission } from '../tool.ts';
-import type { Workspace } from './workspace-path.ts';
+import { openInside } from './confined-files.ts';
+import { displayPath, type Workspace } from './workspace-path.ts';
 
 /** The validated input of `readFile`. */
 export interface ReadFileInput {
@@ -49,22 +49,20 @@ export function readFileTool(
     permission: options.permission ?? 'allow',
     execute: async ({ path, offset, limit }) => {
       const target = workspace.resolveOrThrow(path);
-      if (!target.exists) throw new Error(`${target.relative} does not exist`);
+      const shown = displayPath(target.relative);
+      if (!target.exists) throw new Error(`${shown} does not exist`);
+      if (target.relative === '.') throw new Error(`${shown} is a directory; use listFiles`);
       // O_NONBLOCK: opening a named pipe would otherwise wait for a writer, holding one of
       // libuv's few file-system threads (and with them every other fs call) forever.
-      const handle = await open(
-        target.absolute,
-        constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
-      );
+      const handle = await openInside(workspace, target, constants.O_RDONLY | constants.O_NONBLOCK);
       try {
         const stats = await handle.stat();
-        if (stats.isDirectory())
-          throw new Error(`${target.relative} is a directory; use listFiles`);
-        if (!stats.isFile()) throw new Error(`${target.relative} is not a regular file`);
+        if (stats.isDirectory()) throw new Error(`${shown} is a directory; use listFiles`);
+        if (!stats.isFile()) throw new Error(`${shown} is not a regular file`);
         const size = stats.size;
-        if (size === 0) return `[${target.relative}: empty file, 0 bytes]`;
+        if (size === 0) return `[${shown}: empty file, 0 bytes]`;
         if (offset >= size) {
-          return `[${target.relative}: offset ${offset} is at or past the end of the file (${size} bytes)]`;
+          return `[${shown}: offset ${offset} is at or past the end of the file (${size} bytes)]`;
         }
         // Up to 3 bytes may be skipped at the start (a character begun before `offset`) and up
         // to 3 read past the end (to finish a character the window cut): read 6 extra.
@@ -72,7 +70,7 @@ export function readFileTool(
         const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset);
         const window = buffer.subarray(0, bytesRead);
         if (window.includes(0)) {
-          return `[${target.relative}: binary file, ${size} bytes; not shown]`;
+          return `[${shown}: binary file, ${size} bytes; not shown]`;
         }
         const start = skipContinuationBytes(window, offset === 0 ? 0 : 3);
         const end = characterEnd(window, Math.min(start + limit, window.length));
@@ -80,7 +78,7 @@ export function readFileTool(
         const to = offset + end;
         const position =
           to >= size ? 'end of file' : `${size - to} more bytes; continue with offset ${to}`;
-        return `[${target.relative}: bytes ${from}-${to} of ${size}; ${position}]\n${window.subarray(start, end).toString('utf8')}`;
+        return `[${shown}: bytes ${from}-${to} of ${size}; ${position}]\n${window.subarray(start, end).toString('utf8')}`;
       } finally {
         await handle.close();
       }

@@ -3,6 +3,7 @@ import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineTool } from '../define-tool.ts';
 import type { Tool, ToolPermission } from '../tool.ts';
+import { minRedactedLength } from '../tool-output.ts';
 import type { Workspace } from './workspace-path.ts';
 
 /** The validated input of `runCommand`. */
@@ -25,7 +26,10 @@ export interface RunCommandOptions {
   path?: string;
   /**
    * Extra environment variables, passed explicitly. Nothing else is inherited: the command
-   * sees only `PATH`, `HOME` (the workspace root), `LANG` and these.
+   * sees only `PATH`, `HOME` (the workspace root), `LANG` and these. Values of 8 or more
+   * characters are redacted from the command's output and errors like a tool's secrets (a
+   * token the command prints never reaches the log or the model); shorter ones (`CI: '1'`) are
+   * left, as redacting them would garble the output.
    */
   env?: Record<string, string>;
 }
@@ -55,6 +59,8 @@ export function runCommandTool(
       cwd: workspace.pathSchema('Working directory relative to the workspace root').default('.'),
     }),
     permission: options.permission ?? 'ask',
+    secrets: () =>
+      Object.values(options.env ?? {}).filter((value) => value.length >= minRedactedLength),
     // The runtime's timeout is a backstop; the command's own timeout reports its output.
     timeoutMs: timeoutMs + 10_000,
     execute: async ({ command, args, cwd }, { signal }) => {

@@ -1,4 +1,4 @@
-import { lstatSync, realpathSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { WorkspaceRootError } from '../tool-errors.ts';
@@ -13,10 +13,39 @@ export interface WorkspacePath {
   exists: boolean;
 }
 
+/**
+ * How the workspace tools keep a file operation inside the root while other processes change
+ * folders under it (tools/builtin/confined-files.ts).
+ *
+ * - `'proc'` (Linux): folders are opened one segment at a time from the root with `O_NOFOLLOW`,
+ *   each through the one before it (`/proc/self/fd/N/name`: the kernel resolves only `name`,
+ *   inside a folder already held open, as `openat` and `renameat` do). A symlink swapped in
+ *   for a folder is refused, not followed. The file or folder finally used is then located
+ *   with `readlink /proc/self/fd/N` and must be inside the root.
+ * - `'inode'` (systems without `/proc/self/fd`, such as macOS): plain paths; the file or folder
+ *   finally used must have the device and inode of what is at its expected path, whose folder
+ *   `realpath` resolves to itself. A folder swapped for a symlink and back between the open and
+ *   that check is not caught, and an empty folder or temporary file created through such a
+ *   swap stays where it landed.
+ */
+export type Confinement = 'proc' | 'inode';
+
+/** `'proc'` where `/proc/self/fd` can be read (Linux), else `'inode'`. */
+export function defaultConfinement(): Confinement {
+  try {
+    readdirSync('/proc/self/fd');
+    return 'proc';
+  } catch {
+    return 'inode';
+  }
+}
+
 /** One workspace root, realpath'd once, and the check every path argument goes through. */
 export interface Workspace {
   /** The real absolute path of the root. */
   root: string;
+  /** How file operations are kept inside the root (see `Confinement`). */
+  confinement: Confinement;
   /**
    * Resolves `requested` (relative to the root, or absolute inside it). Returns the problem as
    * a sentence, naming no value, when it leaves the root: `..`, an absolute path elsewhere, or a
@@ -38,11 +67,15 @@ export interface Workspace {
  * Opens a workspace root for the built-in tools. Throws `WorkspaceRootError` when the root does
  * not exist or is not a directory.
  *
- * Limits: the check runs at validation and again right before each operation; a symlink
- * swapped in between those instants by another process is not caught (final components are
- * opened with `O_NOFOLLOW` where the operation allows it). Hard links are not detected.
+ * The path check runs at validation and again right before each operation; the operation itself
+ * then goes through confined-files.ts, which refuses a folder swapped for a symlink after the
+ * check (see `Confinement`). Hard links are not detected: a hard link inside the root to a
+ * file elsewhere reads and writes that file.
  */
-export function openWorkspace(root: string): Workspace {
+export function openWorkspace(
+  root: string,
+  { confinement = defaultConfinement() }: { confinement?: Confinement } = {},
+): Workspace {
   let real: string;
   try {
     real = realpathSync(root);
@@ -103,6 +136,7 @@ export function openWorkspace(root: string): Workspace {
 
   return {
     root: real,
+    confinement,
     resolve,
     resolveOrThrow(requested) {
       const resolved = resolve(requested);
@@ -128,7 +162,8 @@ export function openWorkspace(root: string): Workspace {
   };
 }
 
-function isInside(root: string, candidate: string): boolean {
+/** True when `candidate` (absolute) is `root` or below it. */
+export function isInside(root: string, candidate: string): boolean {
   const relative = path.relative(root, candidate);
   return (
     relative === '' ||
@@ -137,6 +172,21 @@ function isInside(root: string, candidate: string): boolean {
 }
 
 /** `absolute` as a `/`-separated path relative to `root` (`.` for the root itself). */
-export function relativeTo(root: string, absolute: string): string {
+function relativeTo(root: string, absolute: string): string {
   return path.relative(root, absolute).split(path.sep).join('/') || '.';
+}
+
+/**
+ * A workspace-relative path as the tools show it to the model: as it is, or as a JSON string
+ * literal (`"a\nb.txt"`) when it could be misread — it holds a control character (a newline
+ * would split a listing line) or a Unicode line separator, begins with `"`, begins or ends with
+ * white space, or ends with `@` (the symlink marker of `listFiles`).
+ */
+export function displayPath(relative: string): string {
+  if (!/[\p{Cc}\u2028\u2029]|^["\s]|[\s@]$/u.test(relative)) return relative;
+  // JSON.stringify escapes C0 controls, `"` and `\`; DEL, C1 and the separators it leaves.
+  return JSON.stringify(relative).replace(
+    /[\u007f-\u009f\u2028\u2029]/g,
+    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

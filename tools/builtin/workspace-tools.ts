@@ -35,7 +35,9 @@ export type WorkspaceTools = {
 /**
  * The built-in tools, bound to one workspace root. A path argument that leaves the root (`..`,
  * an absolute path elsewhere, a symlink pointing out) fails validation, so the call settles
- * `invalid` before anything is touched. Throws `WorkspaceRootError` for a missing root.
+ * `invalid` before anything is touched; the file operations then go through folders held open
+ * from the root (confined-files.ts), so a folder swapped for a symlink meanwhile is refused.
+ * Throws `WorkspaceRootError` for a missing root.
  *
  * @example
  * const tools = {

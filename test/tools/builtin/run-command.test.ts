@@ -72,6 +72,32 @@ describe('runCommand', () => {
     expect(settled.text).toContain('PATH=/usr/bin:/bin\n');
   });
 
+  it('redacts the values of env from the output and errors like secrets, leaving short ones', async () => {
+    const token = 'ghp_0123456789abcdef';
+    const tools = workspaceTools({
+      root,
+      permissions: { runCommand: 'allow' },
+      runCommand: { path: '/usr/bin:/bin', env: { GITHUB_TOKEN: token, CI: '1' } },
+    });
+    const printed = await callTool(tools, 'runCommand', {
+      command: 'printenv',
+      args: ['GITHUB_TOKEN', 'CI'],
+    });
+    expect(printed.settled).toMatchObject({
+      outcome: 'success',
+      text: '$ printenv GITHUB_TOKEN CI\n[exit code 0]\n[redacted]\n1\n',
+    });
+    expect(printed.settled.output).toBeUndefined();
+    const missing = await callTool(tools, 'runCommand', { command: `./${token}` });
+    expect(missing.settled).toMatchObject({
+      outcome: 'error',
+      text: 'The tool failed: command not found: ./[redacted] (not on PATH, and no such file)',
+    });
+    for (const { log } of [printed, missing]) {
+      expect(JSON.stringify(log.ofType('tool.settled'))).not.toContain(token);
+    }
+  });
+
   it('reports a non-zero exit code as a result, not a tool failure', async () => {
     const tools = workspaceTools({ root, permissions: { runCommand: 'allow' } });
     const { settled } = await callTool(tools, 'runCommand', {

@@ -240,6 +240,31 @@ describe('writeFile', () => {
     expect(readFileSync(path.join(root, 'src', 'a.ts'), 'utf8')).toBe('x');
   });
 
+  it.each([
+    ['254 ASCII bytes', `${'n'.repeat(250)}.txt`],
+    ['255 ASCII bytes', `${'n'.repeat(251)}.txt`],
+    ['255 bytes of 3-byte characters', '€'.repeat(85)],
+  ])(
+    'writes, reads and lists a file whose name is %s (the longest names allow)',
+    async (_label, name) => {
+      const tools = workspaceTools({ root, permissions: { writeFile: 'allow' } });
+      const { settled } = await callTool(tools, 'writeFile', {
+        path: `long/${name}`,
+        content: 'x\n',
+      });
+      expect(settled).toMatchObject({
+        outcome: 'success',
+        text: `Wrote 2 bytes to long/${name} (created).`,
+      });
+      expect(readFileSync(path.join(root, 'long', name), 'utf8')).toBe('x\n');
+      expect(readdirSync(path.join(root, 'long'))).toEqual([name]);
+      const read = await callTool(tools, 'readFile', { path: `long/${name}` });
+      expect(read.settled.text).toBe(`[long/${name}: bytes 0-2 of 2; end of file]\nx\n`);
+      const listed = await callTool(tools, 'listFiles', { path: 'long' });
+      expect(listed.settled.text).toBe(`[long: 1 entry]\nlong/${name}`);
+    },
+  );
+
   it('refuses to write over a directory', async () => {
     mkdirSync(path.join(root, 'dir'));
     const { settled } = await callTool(workspaceTools({ root }), 'writeFile', {
@@ -283,6 +308,64 @@ describe('listFiles', () => {
         'src/lib/util.ts',
       ].join('\n'),
     );
+  });
+
+  it('lists a name with a newline or another control character as a JSON string, one entry a line', async () => {
+    const names = [
+      'a\nb.txt',
+      'tab\there',
+      'bell\u0007',
+      'del\u007f',
+      'ls\u2028x',
+      'mail@',
+      'plain @ "name"',
+    ];
+    mkdirSync(path.join(root, 'odd'));
+    for (const name of names) writeFileSync(path.join(root, 'odd', name), '');
+    mkdirSync(path.join(root, 'odd', 'dir\nname'));
+    writeFileSync(path.join(root, 'odd', 'dir\nname', 'inner.txt'), '');
+    symlinkSync('inner.txt', path.join(root, 'odd', 'link\n'));
+    const { settled } = await callTool(workspaceTools({ root }), 'listFiles', {
+      path: 'odd',
+      recursive: true,
+    });
+    expect(settled.text.split('\n')).toEqual([
+      '[odd: 10 entries]',
+      '"odd/a\\nb.txt"',
+      '"odd/bell\\u0007"',
+      '"odd/del\\u007f"',
+      '"odd/dir\\nname"/',
+      '"odd/link\\n"@',
+      '"odd/ls\\u2028x"',
+      '"odd/mail@"',
+      'odd/plain @ "name"',
+      '"odd/tab\\there"',
+      '"odd/dir\\nname/inner.txt"',
+    ]);
+  });
+
+  it('lists a path that begins with a quote or begins or ends with white space as a JSON string', async () => {
+    for (const name of ['"quoted"', ' lead', 'trail ']) writeFileSync(path.join(root, name), '');
+    const { settled } = await callTool(workspaceTools({ root }), 'listFiles', {});
+    expect(settled.text.split('\n')).toEqual([
+      '[.: 6 entries]',
+      '" lead"',
+      '"\\"quoted\\""',
+      'README.md',
+      'escape@',
+      'src/',
+      '"trail "',
+    ]);
+  });
+
+  it('shows a path with a newline as a JSON string in the headers of listFiles and readFile', async () => {
+    mkdirSync(path.join(root, 'two\nlines'));
+    writeFileSync(path.join(root, 'two\nlines', 'f.txt'), 'hi');
+    const tools = workspaceTools({ root });
+    const listed = await callTool(tools, 'listFiles', { path: 'two\nlines' });
+    expect(listed.settled.text).toBe('["two\\nlines": 1 entry]\n"two\\nlines/f.txt"');
+    const read = await callTool(tools, 'readFile', { path: 'two\nlines/f.txt' });
+    expect(read.settled.text).toBe('["two\\nlines/f.txt": bytes 0-2 of 2; end of file]\nhi');
   });
 
   it('stops at maxEntries and says how to see more', async () => {

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openWorkspace } from '../../../tools/builtin/workspace-path.ts';
+import { displayPath, openWorkspace } from '../../../tools/builtin/workspace-path.ts';
 import { WorkspaceRootError } from '../../../tools/tool-errors.ts';
 
 let base: string;
@@ -115,5 +115,25 @@ describe('openWorkspace', () => {
     }
     expect(WorkspaceRootError.isInstance(caught)).toBe(true);
     expect((caught as Error).message).toContain('is not an existing directory (not a directory)');
+  });
+});
+
+describe('displayPath', () => {
+  it.each([
+    ['src/a.ts', 'src/a.ts'],
+    ['a b/c "d" e@f', 'a b/c "d" e@f'],
+    ['a\nb', '"a\\nb"'],
+    ['cr\r', '"cr\\r"'],
+    ['nel\u0085', '"nel\\u0085"'],
+    ['ps\u2029', '"ps\\u2029"'],
+    ['"q', '"\\"q"'],
+    ['back\\slash\n', '"back\\\\slash\\n"'],
+    ['\tx', '"\\tx"'],
+    ['x\u00a0', '"x\u00a0"'],
+    ['link@', '"link@"'],
+  ])('shows %j as %s', (relative, shown) => {
+    expect(displayPath(relative)).toBe(shown);
+    // What is quoted is a JSON string that gives the path back.
+    if (shown !== relative) expect(JSON.parse(shown)).toBe(relative);
   });
 });

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, realpathSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FactOf, RunLimits } from '../../../events/facts.ts';
@@ -41,4 +41,17 @@ export function tempWorkspace() {
   mkdirSync(root);
   mkdirSync(outside);
   return { base, root, outside };
+}
+
+/**
+ * `tempWorkspace` with `root/dir/file.txt` ("inside") and a twin `outside/dir/file.txt`
+ * ("OUTSIDE SECRET"), for tests that swap `root/dir` for a symlink to `outside/dir`.
+ */
+export function twinWorkspace() {
+  const workspace = tempWorkspace();
+  mkdirSync(path.join(workspace.root, 'dir'));
+  mkdirSync(path.join(workspace.outside, 'dir'));
+  writeFileSync(path.join(workspace.root, 'dir', 'file.txt'), 'inside\n');
+  writeFileSync(path.join(workspace.outside, 'dir', 'file.txt'), 'OUTSIDE SECRET\n');
+  return workspace;
 }

@@ -1,0 +1,105 @@
+import {
+  isTurnlogErrorNamed,
+  TurnlogError,
+  type TurnlogErrorOptions,
+} from '../../events/turnlog-error.ts';
+import type { ToolPermission } from '../tool.ts';
+
+/**
+ * The MCP client contract turnlog uses: the methods of a connected `Client` from
+ * `@modelcontextprotocol/sdk` (any transport). Declared here, structurally, so that turnlog's
+ * types do not depend on the SDK, an optional peer dependency. No runtime logic.
+ */
+
+/** A tool as an MCP server lists it (`tools/list`). */
+export interface McpToolInfo {
+  name: string;
+  title?: string | undefined;
+  description?: string | undefined;
+  /** The JSON Schema of the tool's arguments (`type: 'object'`). */
+  inputSchema: { [key: string]: unknown };
+  /** Hints from the server, not guarantees (a server may say anything about its tools). */
+  annotations?:
+    | {
+        title?: string | undefined;
+        readOnlyHint?: boolean | undefined;
+        destructiveHint?: boolean | undefined;
+        idempotentHint?: boolean | undefined;
+        openWorldHint?: boolean | undefined;
+      }
+    | undefined;
+}
+
+/** What `callTool` answers: content blocks, optional structured content, `isError`. */
+export interface McpCallToolResult {
+  content?: unknown;
+  structuredContent?: unknown;
+  isError?: unknown;
+  /** The answer of servers on protocol version 2024-10-07. */
+  toolResult?: unknown;
+}
+
+/** The methods of the SDK's `Client` that `mcpTools` and `watchMcpTools` call. */
+export interface McpClient {
+  listTools(
+    params?: { cursor?: string },
+    options?: { signal?: AbortSignal },
+  ): Promise<{ tools: McpToolInfo[]; nextCursor?: string | undefined }>;
+  callTool(
+    params: { name: string; arguments?: { [key: string]: unknown } },
+    resultSchema?: undefined,
+    options?: { signal?: AbortSignal; timeout?: number },
+  ): Promise<McpCallToolResult>;
+  /** The server's name and version, from the initialization handshake. */
+  getServerVersion(): { name: string; version: string } | undefined;
+  /** The connection; `undefined` once it closed (the server exited, or `close()` was called). */
+  readonly transport: unknown;
+}
+
+/** A client whose notifications `watchMcpTools` can follow (the SDK's `Client` is one). */
+export interface McpWatchableClient extends McpClient {
+  setNotificationHandler(
+    schema: object,
+    handler: (notification: unknown) => void | Promise<void>,
+  ): void;
+  removeNotificationHandler(method: string): void;
+}
+
+/** Options of `mcpTools` and `watchMcpTools`. */
+export interface McpToolsOptions {
+  /**
+   * Which of the server's tools to take, by their MCP names (default: all). A name the server
+   * does not list throws.
+   */
+  include?: readonly string[];
+  /**
+   * Put before every tool name (letters, digits, `_` and `-`), to keep two servers' tools apart:
+   * `prefix: 'fs_'` turns `read_file` into `fs_read_file`.
+   */
+  prefix?: string;
+  /**
+   * Each tool's permission, keyed by its MCP name: a verdict or a function of the validated
+   * input, as `defineTool` takes. Default: `'allow'` for a tool annotated `readOnlyHint: true`,
+   * `'ask'` for every other (no annotations, `destructiveHint`, `openWorldHint`). A name the
+   * server does not list throws.
+   */
+  permission?: Readonly<Record<string, ToolPermission<{ [key: string]: unknown }>>>;
+  /** Milliseconds before a call is cancelled and settles `error` (default 120 000). */
+  timeoutMs?: number;
+}
+
+/**
+ * `mcpTools` could not take a server's tools: the JSON Schema validator (ajv, a dependency of
+ * the SDK) is not installed, or the server's `tools/list` answers never end.
+ */
+export class McpToolsError extends TurnlogError {
+  static isInstance = isTurnlogErrorNamed<McpToolsError>('McpToolsError');
+  /** The server's name from its handshake, when it is known. */
+  readonly server: string | undefined;
+
+  constructor(options: TurnlogErrorOptions & { server?: string }) {
+    super(options);
+    this.name = 'McpToolsError';
+    this.server = options.server;
+  }
+}
