@@ -127,6 +127,28 @@ export {
 } from './store/event-store.ts';
 export { type LowdbStoreOptions, lowdbStore } from './store/lowdb-store.ts';
 export { type MemoryStoreOptions, memoryStore } from './store/memory-store.ts';
+export type { PgPool } from './store/postgres-connection.ts';
+export { StoreOpenError } from './store/postgres-errors.ts';
+export {
+  type PostgresStore,
+  type PostgresStoreOptions,
+  postgresStore,
+} from './store/postgres-store.ts';
+export type {
+  InboxItem,
+  InboxOutcome,
+  InboxRequest,
+  InboxRequestKind,
+  RunInbox,
+} from './store/run-inbox.ts';
+export {
+  type LeaseAttempt,
+  LeaseLostError,
+  type RunLease,
+  RunLeasedError,
+  type RunLeaseState,
+  type RunLeases,
+} from './store/run-leases.ts';
 export type { StoreFileHandle, StoreFs } from './store/store-fs.ts';
 export {
   type WorkspaceTools,

@@ -1,12 +1,13 @@
 // Runs every benchmark and prints one markdown table per benchmark (npm run bench).
 // Pick some by name: npm run bench -- overhead log-size
-// Names: adapter, store, overhead, session-length, log-size, rehydration, parked-memory.
+// Names: adapter, store, overhead, postgres-store, session-length, log-size, rehydration, parked-memory.
 import { loadavg } from 'node:os';
 import { adapterTable, benchAdapter } from './adapter.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
 import { describeMachine } from './machine.ts';
 import { benchOverhead, overheadTable } from './overhead.ts';
 import { benchParkedMemory, parkedMemoryTable } from './parked-memory.ts';
+import { benchPostgresStore, postgresStoreTable } from './postgres-store.ts';
 import { benchRehydration, rehydrationTable } from './rehydration.ts';
 import { benchSessionLength, sessionLengthTable } from './session-length.ts';
 import { benchStore } from './store.ts';
@@ -27,6 +28,7 @@ const benchmarks: Record<string, () => Promise<BenchTable>> = {
     };
   },
   overhead: async () => overheadTable(await benchOverhead()),
+  'postgres-store': async () => postgresStoreTable(await benchPostgresStore()),
   'session-length': async () => sessionLengthTable(await benchSessionLength()),
   'log-size': async () => logSizeTable(await benchLogSize()),
   rehydration: async () => rehydrationTable(await benchRehydration()),

@@ -164,6 +164,10 @@ export interface FactEnvelope {
   turnId: string;
   runId: string;
   state?: string;
+  /** The worker that appended it under a lease (`RunLeases`); absent in single-process logs. */
+  workerId?: string;
+  /** The epoch of that worker's lease on the run (its fencing token); with `workerId` only. */
+  leaseEpoch?: number;
 }
 
 /** Payloads by fact type. */
