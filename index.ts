@@ -50,6 +50,8 @@ export type {
   PermissionDecision,
   ProviderFailure,
   ProviderFailureKind,
+  ProviderToolCallPart,
+  ProviderToolResultPart,
   RequestCapture,
   RunLimits,
   RunStatus,
@@ -72,6 +74,8 @@ export type {
   AssistantPart,
   ModelMessage,
   ModelToolDefinition,
+  ProviderToolDefinition,
+  RequestTool,
   ToolResultPart,
 } from './events/messages.ts';
 export {
@@ -92,7 +96,7 @@ export { TurnlogError } from './events/turnlog-error.ts';
 export { foldRun, ReplayDivergenceError } from './machines/rehydrate.ts';
 export { stateToString } from './machines/state-path.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/turn-channel.ts';
-export type { TurnContext, TurnInput, TurnOutcome } from './machines/turn-context.ts';
+export type { Reason, TurnContext, TurnInput, TurnOutcome } from './machines/turn-context.ts';
 export { turnMachine, turnMachineVersion } from './machines/turn-machine.ts';
 export {
   createRuntime,
@@ -124,6 +128,28 @@ export {
 } from './store/event-store.ts';
 export { type LowdbStoreOptions, lowdbStore } from './store/lowdb-store.ts';
 export { type MemoryStoreOptions, memoryStore } from './store/memory-store.ts';
+export type { PgPool } from './store/postgres-connection.ts';
+export { StoreOpenError } from './store/postgres-errors.ts';
+export {
+  type PostgresStore,
+  type PostgresStoreOptions,
+  postgresStore,
+} from './store/postgres-store.ts';
+export type {
+  InboxItem,
+  InboxOutcome,
+  InboxRequest,
+  InboxRequestKind,
+  RunInbox,
+} from './store/run-inbox.ts';
+export {
+  type LeaseAttempt,
+  LeaseLostError,
+  type RunLease,
+  RunLeasedError,
+  type RunLeaseState,
+  type RunLeases,
+} from './store/run-leases.ts';
 export type { StoreFileHandle, StoreFs } from './store/store-fs.ts';
 export {
   type WorkspaceTools,
@@ -153,10 +179,12 @@ export {
   PermissionVerdictError,
   UnknownDecisionError,
 } from './tools/permission-policy.ts';
+export type { OwnTools, ProviderTool, RuntimeTools } from './tools/provider-tool.ts';
 export type {
   PermissionPolicy,
   PermissionResult,
   PermissionVerdict,
+  PolicyRequest,
   StandardSchemaV1,
   Tool,
   ToolExecuteContext,

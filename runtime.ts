@@ -17,8 +17,9 @@ import { NoActiveRunError, RuntimeClosedError, SessionBusyError } from './runtim
 import type { EventStore } from './store/event-store.ts';
 import { lowdbStore } from './store/lowdb-store.ts';
 import { validateDecision } from './tools/permission-policy.ts';
+import type { OwnTools, RuntimeTools } from './tools/provider-tool.ts';
 import type { PermissionPolicy } from './tools/tool.ts';
-import { createToolSetSource, type ToolsOption } from './tools/tool-set-source.ts';
+import { createToolSetSource } from './tools/tool-set-source.ts';
 
 /** The version recorded in each `run.started`. */
 export const runtimeVersion = '0.1.0';
@@ -37,20 +38,26 @@ export const defaultLimits: RunLimits = {
   maxRetryAfterMs: defaultMaxRetryAfterMs,
 };
 
-export interface RuntimeOptions {
+export interface RuntimeOptions<TTools extends RuntimeTools = RuntimeTools> {
   /** An AI SDK language model (spec v3 or v4) or a `ModelAdapter`. */
   model: AiSdkLanguageModel | ModelAdapter;
   /**
    * The tools: a record, or a function returning one that is read when each run starts (the
-   * run keeps that set until it ends), e.g. `() => ({ ...watch.tools, weather })`.
+   * run keeps that set until it ends), e.g. `() => ({ ...watch.tools, weather })`. turnlog's
+   * own tools (`defineTool`) and provider-executed ones (`openai.tools.webSearch()`,
+   * `anthropic.tools.webSearch_20250305()`, `google.tools.googleSearch()`), which the provider
+   * runs: turnlog sends them and records their calls and results, never executes them.
    */
-  tools?: ToolsOption;
+  tools?: TTools | (() => TTools);
   /** Default: `lowdbStore({ dir: '.turnlog' })`. */
   store?: EventStore;
   system?: string;
   limits?: Partial<RunLimits>;
-  /** Runtime-wide permission policy, consulted after each tool's own permission. */
-  policy?: PermissionPolicy;
+  /**
+   * Runtime-wide permission policy, consulted after each tool's own permission; its `input` is
+   * typed as the named tool's validated input.
+   */
+  policy?: PermissionPolicy<OwnTools<TTools>>;
   /** XState inspection observer (e.g. `createWebSocketInspector().inspect`), passed to `createActor`. */
   inspect?: ((event: InspectionEvent) => void) | Observer<InspectionEvent>;
   /** Clock in ms since the epoch (fact times). Default `Date.now`. */
@@ -72,11 +79,17 @@ export type { RecoveredRun };
  * for await (const event of turn.events) if (event.type === 'text.delta') process.stdout.write(event.text);
  * console.log((await turn.done).status); // 'completed'
  */
-export function createRuntime(options: RuntimeOptions) {
+export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
+  options: RuntimeOptions<TTools>,
+) {
   checkRuntimeOptions(options);
   const now = options.now ?? Date.now;
   const adapter = toAdapter(options.model, now);
-  const tools = createToolSetSource({ tools: options.tools, policy: options.policy });
+  const tools = createToolSetSource({
+    tools: options.tools,
+    // The policy is only ever asked about the run's own tools, each with its validated input.
+    policy: options.policy as PermissionPolicy | undefined,
+  });
   const store = options.store ?? lowdbStore({ dir: '.turnlog' });
   const limits = { ...defaultLimits, ...options.limits };
   const generateId = options.generateId ?? createIdGenerator({ now });

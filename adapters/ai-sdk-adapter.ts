@@ -1,10 +1,13 @@
 import type { LanguageModelV3, LanguageModelV4, LanguageModelV4StreamPart } from '@ai-sdk/provider';
-import { stepCountIs, streamText, wrapLanguageModel } from 'ai';
+import {
+  filterActiveTools,
+  experimental_streamLanguageModelCall as streamLanguageModelCall,
+  wrapLanguageModel,
+} from 'ai';
 import type { ProviderFailure, RequestCapture } from '../events/facts.ts';
-import { hashText } from '../events/json.ts';
 import { UnsupportedModelError } from './adapter-errors.ts';
 import { createEventQueue, type EventQueue } from './event-queue.ts';
-import { resolveFinishReason } from './finish-reason.ts';
+import { finishFailure, resolveFinishReason } from './finish-reason.ts';
 import { createIdleTimeout } from './idle-timeout.ts';
 import { toAiSdkMessages, toAiSdkTools } from './message-conversion.ts';
 import type {
@@ -14,6 +17,7 @@ import type {
   ModelStepRequest,
 } from './model-adapter.ts';
 import { classifyProviderError, streamInterruptedFailure } from './provider-error.ts';
+import { createRequestHasher } from './request-hash.ts';
 import { createStreamRecorder, type StreamRecorder } from './stream-recorder.ts';
 
 /** An AI SDK language model object: specification v3 (ai@6 providers) or v4 (ai@7 providers). */
@@ -36,9 +40,11 @@ export interface AiSdkAdapterOptions {
 
 /**
  * A {@link ModelAdapter} over any AI SDK language model. Each `step()` makes exactly one
- * provider request with `streamText` (schema-only tools, `maxRetries: 0`, one step: I4), watches
- * the model's own stream parts with a fresh tool-call guard, and resolves one completion that
- * never rejects.
+ * provider request with the AI SDK's `experimental_streamLanguageModelCall` (one model call:
+ * the SDK's prompt conversion and stream normalization, without `streamText`'s step loop and
+ * retries; schema-only tools: I4), watches the model's own stream parts with a fresh tool-call
+ * guard, and resolves one completion that never rejects. `capture` hashes a request from where
+ * the previous one left off, so it treats the messages it is given as unchanging objects.
  *
  * @example
  * import { createOpenAI } from '@ai-sdk/openai';
@@ -54,6 +60,7 @@ export function aiSdkAdapter(
   assertLanguageModel(model);
   const provider = model.provider;
   const modelId = model.modelId;
+  const hashRequest = createRequestHasher();
 
   function capture(request: Omit<ModelStepRequest, 'abortSignal'>): RequestCapture {
     // The hash identifies what is sent: the abort signal and the idle limit are not.
@@ -68,8 +75,9 @@ export function aiSdkAdapter(
       messageCount: request.messages.length,
       tools: request.tools.map((tool) => tool.name),
       activeTools: request.activeTools === undefined ? undefined : [...request.activeTools],
-      // Built by turnlog's own projection, so its key order is stable: no sorting needed.
-      inputHash: hashText(JSON.stringify(body)),
+      // Built by turnlog's own projection, so its key order is stable: no sorting needed. The
+      // hasher resumes from the previous request's messages (the same, unchanged objects).
+      inputHash: hashRequest(body),
     };
   }
 
@@ -149,24 +157,25 @@ async function runStep({
   let sdkError: { error: unknown } | undefined;
   try {
     const toolNames = new Map<string, string>();
-    const result = streamText({
-      ...settings,
+    const { headers, ...sampling } = settings ?? {};
+    // One model call: no loop, no retries (I4), errors thrown or streamed as data.
+    const { stream } = await streamLanguageModelCall({
+      ...sampling,
+      ...(headers === undefined ? {} : { headers }),
       model: observedModel,
       instructions: request.system,
       messages: toAiSdkMessages(request.messages),
       allowSystemInMessages: true,
-      tools: toAiSdkTools(request.tools),
-      activeTools: request.activeTools,
+      tools: filterActiveTools({
+        tools: toAiSdkTools(request.tools),
+        activeTools: request.activeTools,
+      }),
       maxOutputTokens: request.maxOutputTokens,
       providerOptions: request.providerOptions,
       abortSignal,
-      maxRetries: 0,
-      stopWhen: stepCountIs(1),
-      // Errors are data here: they resolve the completion as `step.failed`, not a log line.
-      onError: () => {},
     });
     // `if` rather than a switch: only these SDK parts matter, and the union grows over versions.
-    for await (const part of result.fullStream) {
+    for await (const part of stream) {
       if (part.type === 'text-delta' && part.text.length > 0) {
         events.push({ type: 'text.delta', text: part.text });
       } else if (part.type === 'reasoning-delta' && part.text.length > 0) {
@@ -245,22 +254,8 @@ function complete({
     return failed(streamInterruptedFailure('The provider stream ended without a finish.'));
   }
   const finishReason = resolveFinishReason(finish.finishReason);
-  if (finishReason.unified === 'error' || finishReason.unified === 'interrupted') {
-    const spelling =
-      finishReason.raw === undefined ? '' : ` (provider reason "${finishReason.raw}")`;
-    if (finishReason.raw?.toUpperCase() === 'MALFORMED_FUNCTION_CALL') {
-      return failed({
-        kind: 'malformed_tool_call',
-        retryable: false,
-        message: `The provider rejected the model's tool call as malformed${spelling}.`,
-      });
-    }
-    return failed(
-      streamInterruptedFailure(
-        `The provider stream ended with finish reason "${finishReason.unified}"${spelling}.`,
-      ),
-    );
-  }
+  const finishFailed = finishFailure(finishReason);
+  if (finishFailed !== undefined) return failed(finishFailed);
   return {
     type: 'step.completed',
     finishReason,

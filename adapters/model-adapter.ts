@@ -7,7 +7,7 @@ import type {
   Usage,
 } from '../events/facts.ts';
 import type { ProviderOptions } from '../events/json.ts';
-import type { ModelMessage, ModelToolDefinition } from '../events/messages.ts';
+import type { ModelMessage, RequestTool } from '../events/messages.ts';
 
 /**
  * The model adapter contract. One `step()` = one provider request and its one response
@@ -20,7 +20,11 @@ export type {
   AssistantPart,
   ModelMessage,
   ModelToolDefinition,
+  ProviderToolCallPart,
+  ProviderToolDefinition,
+  ProviderToolResultPart,
   ReasoningPart,
+  RequestTool,
   SystemMessage,
   TextPart,
   ToolCallPart,
@@ -34,7 +38,8 @@ export type { ContentPart, FinishReason, ProviderFailure, RequestCapture, ToolCa
 export interface ModelStepRequest {
   system?: string;
   messages: ModelMessage[];
-  tools: ModelToolDefinition[];
+  /** Tools the model may call (schemas only), and provider tools the provider runs itself. */
+  tools: RequestTool[];
   /** Names of the tools the model may call in this step (all of `tools` when absent). */
   activeTools?: string[];
   /** Output token limit sent to the provider; also the guard's cut-off threshold. */

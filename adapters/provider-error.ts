@@ -133,6 +133,7 @@ export function sanitizeMessage(message: string): string {
 interface ErrorFacts {
   statuses: number[];
   codes: Set<string>;
+  /** Lower-cased error names, and the AI SDK error classes found by their markers. */
   names: Set<string>;
   messages: string[];
   headers: Record<string, string>[];
@@ -172,6 +173,7 @@ function collectFacts(error: unknown): ErrorFacts {
       if (typeof code === 'string' && code.length > 0) facts.codes.add(code.toLowerCase());
     }
     if (typeof record.name === 'string') facts.names.add(record.name.toLowerCase());
+    for (const marked of aiSdkErrorClasses(value)) facts.names.add(marked.toLowerCase());
     if (typeof record.message === 'string' && record.message.length > 0) {
       facts.messages.push(record.message);
     }
@@ -212,12 +214,42 @@ function classifyStructured(
   if (has(networkCodes) || [...facts.codes].some((code) => code.startsWith('und_err_'))) {
     return 'network';
   }
-  // The stream ended early or carried data the provider package could not parse.
-  if (hasName('ai_nooutputgeneratederror', 'ai_jsonparseerror', 'ai_typevalidationerror')) {
-    return 'stream_interrupted';
-  }
+  // The stream ended early or carried data the provider package could not use: every package
+  // says so with one of these classes (`@ai-sdk/openai-compatible`'s body that ends without a
+  // finish is an `InvalidResponseDataError`).
+  if (hasName(...malformedStreamErrors)) return 'stream_interrupted';
   return undefined;
 }
+
+/**
+ * AI SDK error classes that mean the response stream ended early or could not be read, as the
+ * lower-cased names their markers and `name` carry.
+ */
+const malformedStreamErrors = [
+  'ai_nooutputgeneratederror',
+  'ai_jsonparseerror',
+  'ai_typevalidationerror',
+  'ai_invalidresponsedataerror',
+  'ai_emptyresponsebodyerror',
+];
+
+/**
+ * The AI SDK error classes `value` is an instance of, read from their markers
+ * (`Symbol.for('vercel.ai.error.AI_…')`), which hold across copies of the SDK packages where
+ * `instanceof` does not.
+ */
+function aiSdkErrorClasses(value: object): string[] {
+  const classes: string[] = [];
+  for (const symbol of Object.getOwnPropertySymbols(value)) {
+    const key = Symbol.keyFor(symbol);
+    if (key?.startsWith(aiSdkMarkerPrefix) && (value as Record<symbol, unknown>)[symbol] === true) {
+      classes.push(key.slice(aiSdkMarkerPrefix.length));
+    }
+  }
+  return classes;
+}
+
+const aiSdkMarkerPrefix = 'vercel.ai.error.';
 
 function classifyMessages(messages: string[]): ProviderFailureKind | undefined {
   for (const message of messages) {

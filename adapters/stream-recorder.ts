@@ -1,17 +1,21 @@
 import type { LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import type { ContentPart, FinishReason, ToolCallRecord, Usage } from '../events/facts.ts';
-import type { ProviderOptions } from '../events/json.ts';
-import { toProviderOptions } from './message-conversion.ts';
+import type { JsonValue } from '../events/json.ts';
+import { toProviderOptions, withOptions } from './message-conversion.ts';
+import { isOutput } from './stream-parts.ts';
 import { createToolCallGuard } from './tool-call-guard.ts';
 
 /** Everything one physical request showed, as turnlog data. */
 export interface RecordedRequest {
-  /** Text and reasoning parts in the order they started, with their provider options. */
+  /**
+   * Text and reasoning parts in the order they started, and provider-executed tool calls and
+   * results where they arrived, with their provider options.
+   */
   content(): ContentPart[];
   /** Every `finish` part (a well-formed stream has exactly one). */
   finishes: { finishReason: FinishReason; usage: Usage }[];
   response: { id: string | undefined; modelId: string | undefined };
-  /** Whether any text, reasoning or tool-input byte streamed. */
+  /** Whether any output of the model streamed (stream-parts.ts classifies every part type). */
   observedOutput: boolean;
   /** The first failure: the request was rejected, an `error` part, or the stream broke. */
   failure: { error: unknown } | undefined;
@@ -32,11 +36,9 @@ export interface StreamRecorder {
   aborted(): void;
 }
 
-interface DraftPart {
-  type: 'text' | 'reasoning';
-  text: string;
-  metadata: unknown;
-}
+type DraftPart =
+  | { type: 'text' | 'reasoning'; text: string; metadata: unknown }
+  | { type: 'provider-tool'; part: ContentPart };
 
 /**
  * Creates the observer of one physical request: its tool-call guard (one tracker per request),
@@ -50,7 +52,10 @@ export function createStreamRecorder({
 }): StreamRecorder {
   const guard = createToolCallGuard({ maxOutputTokens });
   const parts: DraftPart[] = [];
-  const openParts = { text: new Map<string, DraftPart>(), reasoning: new Map<string, DraftPart>() };
+  const openParts = {
+    text: new Map<string, Extract<DraftPart, { type: 'text' | 'reasoning' }>>(),
+    reasoning: new Map<string, Extract<DraftPart, { type: 'text' | 'reasoning' }>>(),
+  };
   const providerExecuted = new Set<string>();
   const recorded: RecordedRequest = {
     content: () => parts.flatMap(toContentPart),
@@ -65,7 +70,7 @@ export function createStreamRecorder({
     recorded.failure ??= { error };
   }
 
-  function contentPart(type: 'text' | 'reasoning', id: string): DraftPart {
+  function contentPart(type: 'text' | 'reasoning', id: string) {
     let part = openParts[type].get(id);
     if (part === undefined) {
       part = { type, text: '', metadata: undefined };
@@ -75,60 +80,116 @@ export function createStreamRecorder({
     return part;
   }
 
-  // Not a switch ending in assertNever: the SDK's part union grows between versions, and a
-  // part this adapter does not know must pass through untouched.
+  // A switch over every part type (see stream-parts.ts): a type added by an SDK upgrade is a
+  // compile error here, and at run time a type this build does not know passes through untouched.
   function observePart(part: LanguageModelV4StreamPart): void {
-    const type = part.type;
-    if (type === 'text-start' || type === 'reasoning-start') {
-      const kind = type === 'text-start' ? 'text' : 'reasoning';
-      const open = contentPart(kind, part.id);
-      open.metadata = part.providerMetadata ?? open.metadata;
-    } else if (type === 'text-delta' || type === 'reasoning-delta') {
-      const open = contentPart(type === 'text-delta' ? 'text' : 'reasoning', part.id);
-      open.text += part.delta;
-      // Same rule as the AI SDK's own step content: the latest metadata a part carried wins.
-      open.metadata = part.providerMetadata ?? open.metadata;
-      if (part.delta.length > 0) recorded.observedOutput = true;
-    } else if (type === 'text-end' || type === 'reasoning-end') {
-      const kind = type === 'text-end' ? 'text' : 'reasoning';
-      const open = contentPart(kind, part.id);
-      open.metadata = part.providerMetadata ?? open.metadata;
-      openParts[kind].delete(part.id);
-    } else if (type === 'tool-input-start') {
-      // Provider-executed tools run at the provider; turnlog neither proves nor settles them.
-      if (part.providerExecuted === true) providerExecuted.add(part.id);
-      else guard.observe({ type, id: part.id, toolName: part.toolName });
-    } else if (type === 'tool-input-delta') {
-      if (part.delta.length > 0) recorded.observedOutput = true;
-      if (!providerExecuted.has(part.id)) guard.observe({ type, id: part.id, delta: part.delta });
-    } else if (type === 'tool-input-end') {
-      if (!providerExecuted.has(part.id)) guard.observe({ type, id: part.id });
-    } else if (type === 'tool-call') {
-      if (part.providerExecuted === true || providerExecuted.has(part.toolCallId)) return;
-      const providerOptions: ProviderOptions | undefined = toProviderOptions(part.providerMetadata);
-      guard.observe({
-        type,
-        id: part.toolCallId,
-        toolName: part.toolName,
-        input: part.input,
-        ...(providerOptions === undefined ? {} : { providerOptions }),
-      });
-    } else if (type === 'response-metadata') {
-      recorded.response = {
-        id: part.id ?? recorded.response.id,
-        modelId: part.modelId ?? recorded.response.modelId,
-      };
-    } else if (type === 'finish') {
-      const usage = toUsage(part.usage);
-      const finishReason: FinishReason = {
-        unified: part.finishReason.unified,
-        raw: part.finishReason.raw ?? undefined,
-      };
-      recorded.finishes.push({ finishReason, usage });
-      guard.observe({ type, finishReason, outputTokens: usage.outputTokens });
-    } else if (type === 'error') {
-      fail(part.error);
-      guard.observe({ type: 'error' });
+    if (isOutput(part)) recorded.observedOutput = true;
+    switch (part.type) {
+      case 'text-start':
+      case 'reasoning-start':
+      case 'text-delta':
+      case 'reasoning-delta':
+      case 'text-end':
+      case 'reasoning-end': {
+        const kind = part.type.startsWith('text') ? 'text' : 'reasoning';
+        const open = contentPart(kind, part.id);
+        if (part.type === 'text-delta' || part.type === 'reasoning-delta') open.text += part.delta;
+        // Same rule as the AI SDK's own step content: the latest metadata a part carried wins.
+        open.metadata = part.providerMetadata ?? open.metadata;
+        if (part.type === 'text-end' || part.type === 'reasoning-end') {
+          openParts[kind].delete(part.id);
+        }
+        return;
+      }
+      case 'tool-input-start':
+        // Provider-executed tools run at the provider: the guard neither proves nor settles them.
+        if (part.providerExecuted === true) providerExecuted.add(part.id);
+        else guard.observe({ type: part.type, id: part.id, toolName: part.toolName });
+        return;
+      case 'tool-input-delta':
+        if (!providerExecuted.has(part.id)) {
+          guard.observe({ type: part.type, id: part.id, delta: part.delta });
+        }
+        return;
+      case 'tool-input-end':
+        if (!providerExecuted.has(part.id)) guard.observe({ type: part.type, id: part.id });
+        return;
+      case 'tool-call': {
+        const providerOptions = toProviderOptions(part.providerMetadata);
+        if (part.providerExecuted === true || providerExecuted.has(part.toolCallId)) {
+          parts.push({
+            type: 'provider-tool',
+            part: withOptions(
+              {
+                type: 'provider-tool-call',
+                callId: part.toolCallId,
+                name: part.toolName,
+                input: parseInput(part.input),
+              },
+              providerOptions,
+            ),
+          });
+          return;
+        }
+        guard.observe({
+          type: part.type,
+          id: part.toolCallId,
+          toolName: part.toolName,
+          input: part.input,
+          ...(providerOptions === undefined ? {} : { providerOptions }),
+        });
+        return;
+      }
+      case 'tool-result':
+        // Only a provider streams results, of its own tools; a preliminary one is superseded.
+        if (part.preliminary === true) return;
+        parts.push({
+          type: 'provider-tool',
+          part: withOptions(
+            {
+              type: 'provider-tool-result',
+              callId: part.toolCallId,
+              name: part.toolName,
+              // A plain-JSON copy: the provider's object may hold `undefined` entries.
+              result: JSON.parse(JSON.stringify(part.result)) as JsonValue,
+              isError: part.isError === true,
+            },
+            toProviderOptions(part.providerMetadata),
+          ),
+        });
+        return;
+      case 'response-metadata':
+        recorded.response = {
+          id: part.id ?? recorded.response.id,
+          modelId: part.modelId ?? recorded.response.modelId,
+        };
+        return;
+      case 'finish': {
+        const usage = toUsage(part.usage);
+        const finishReason: FinishReason = {
+          unified: part.finishReason.unified,
+          raw: part.finishReason.raw ?? undefined,
+        };
+        recorded.finishes.push({ finishReason, usage });
+        guard.observe({ type: part.type, finishReason, outputTokens: usage.outputTokens });
+        return;
+      }
+      case 'error':
+        fail(part.error);
+        guard.observe({ type: 'error' });
+        return;
+      // Parts turnlog does not record or replay (approvals of provider tools are not supported).
+      case 'tool-approval-request':
+      case 'file':
+      case 'reasoning-file':
+      case 'source':
+      case 'custom':
+      case 'stream-start':
+      case 'ping':
+      case 'raw':
+        return;
+      default:
+        part satisfies never;
     }
   }
 
@@ -170,15 +231,21 @@ export function createStreamRecorder({
   };
 }
 
-function toContentPart(part: DraftPart): ContentPart[] {
-  const providerOptions = toProviderOptions(part.metadata);
+function toContentPart(draft: DraftPart): ContentPart[] {
+  if (draft.type === 'provider-tool') return [draft.part];
+  const providerOptions = toProviderOptions(draft.metadata);
   // An empty text part carries nothing to replay unless it holds provider options.
-  if (part.type === 'text' && part.text.length === 0 && providerOptions === undefined) return [];
-  return [
-    providerOptions === undefined
-      ? { type: part.type, text: part.text }
-      : { type: part.type, text: part.text, providerOptions },
-  ];
+  if (draft.type === 'text' && draft.text.length === 0 && providerOptions === undefined) return [];
+  return [withOptions({ type: draft.type, text: draft.text }, providerOptions)];
+}
+
+/** A provider tool's input: the JSON it streamed, or its text when that is not JSON. */
+function parseInput(input: string): JsonValue {
+  try {
+    return JSON.parse(input) as JsonValue;
+  } catch {
+    return input;
+  }
 }
 
 type RawUsage = Extract<LanguageModelV4StreamPart, { type: 'finish' }>['usage'];

@@ -25,7 +25,16 @@ export async function finishedRuns(options: {
     copies.length === 0 || copies.length + run.length <= options.facts;
     copy += 1
   ) {
-    for (const fact of renamed(run, `c${copy}`)) copies.push({ ...fact, seq: copies.length + 1 });
+    // Each copy sits `offset` facts later than the original: its seqs, and the seq each request
+    // was projected through, move with it (so history places every copy after the one before).
+    const offset = copies.length;
+    for (const fact of renamed(run, `c${copy}`)) {
+      const moved = { ...fact, seq: fact.seq + offset } as Fact;
+      if (moved.type === 'step.started' && moved.projectedThroughSeq !== undefined) {
+        moved.projectedThroughSeq += offset;
+      }
+      copies.push(moved);
+    }
   }
   return copies;
 }

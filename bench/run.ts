@@ -1,35 +1,20 @@
 // Runs every benchmark and prints one markdown table per benchmark (npm run bench).
 // Pick some by name: npm run bench -- overhead log-size
-// Names: adapter, store, overhead, session-length, log-size, rehydration, parked-memory.
+// Names: adapter, store, overhead, postgres-store, session-length, log-size, rehydration, parked-memory.
 import { loadavg } from 'node:os';
-import { benchAdapter } from './adapter.ts';
+import { adapterTable, benchAdapter } from './adapter.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
 import { describeMachine } from './machine.ts';
 import { benchOverhead, overheadTable } from './overhead.ts';
 import { benchParkedMemory, parkedMemoryTable } from './parked-memory.ts';
+import { benchPostgresStore, postgresStoreTable } from './postgres-store.ts';
 import { benchRehydration, rehydrationTable } from './rehydration.ts';
 import { benchSessionLength, sessionLengthTable } from './session-length.ts';
 import { benchStore } from './store.ts';
 import { type BenchTable, formatMs, formatTable } from './table.ts';
 
 const benchmarks: Record<string, () => Promise<BenchTable>> = {
-  async adapter() {
-    const result = await benchAdapter();
-    return {
-      title: `Model adapter vs plain streamText, one request of ${result.chunks} chunks`,
-      columns: ['side', 'median', 'ratio', 'target'],
-      rows: [
-        ['plain streamText (fullStream read)', formatMs(result.streamTextMs), '1.00×', ''],
-        [
-          'aiSdkAdapter(model).step()',
-          formatMs(result.adapterMs),
-          `${result.ratio.toFixed(2)}×`,
-          `≤ 1.2×: ${result.ratio <= 1.2 ? 'met' : 'MISSED'}`,
-        ],
-      ],
-      notes: [`medians of ${result.repetitions} interleaved runs after warm-up`],
-    };
-  },
+  adapter: async () => adapterTable(await benchAdapter()),
   async store() {
     const rows = await benchStore();
     return {
@@ -43,6 +28,7 @@ const benchmarks: Record<string, () => Promise<BenchTable>> = {
     };
   },
   overhead: async () => overheadTable(await benchOverhead()),
+  'postgres-store': async () => postgresStoreTable(await benchPostgresStore()),
   'session-length': async () => sessionLengthTable(await benchSessionLength()),
   'log-size': async () => logSizeTable(await benchLogSize()),
   rehydration: async () => rehydrationTable(await benchRehydration()),

@@ -69,6 +69,23 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
       text: z.string(),
       providerOptions: providerOptions.optional(),
     }),
+    object({
+      type: z.literal('provider-tool-call'),
+      callId: z.string(),
+      /** The tool's name in the request (or the provider's own name for a tool it added). */
+      name: z.string(),
+      /** The parsed input; the provider's text when it is not JSON. */
+      input: jsonValue,
+      providerOptions: providerOptions.optional(),
+    }),
+    object({
+      type: z.literal('provider-tool-result'),
+      callId: z.string(),
+      name: z.string(),
+      result: jsonValue,
+      isError: z.boolean(),
+      providerOptions: providerOptions.optional(),
+    }),
   ]);
 
   const toolCallProof = z.enum(['raw-bytes', 'atomic', 'whole-request']);
@@ -167,6 +184,10 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     turnId: nonEmpty,
     runId: nonEmpty,
     state: z.string().optional(),
+    /** The worker that appended it under a lease (`RunLeases`); absent in single-process logs. */
+    workerId: nonEmpty.optional(),
+    /** The epoch of that worker's lease on the run (its fencing token); with `workerId` only. */
+    leaseEpoch: whole(1).optional(),
   };
 
   /** The payload of each fact type. */

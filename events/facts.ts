@@ -20,8 +20,19 @@ export type FinishReason = z.output<Schemas['finishReason']>;
 /** Token usage of one step. A number the provider did not report stays `undefined`, never 0. */
 export type Usage = z.output<Schemas['usage']>;
 
-/** A text or reasoning part of an assistant step, with the provider options needed to replay it. */
+/**
+ * A part of an assistant step, in stream order, with the provider options needed to replay it:
+ * text, reasoning, and the calls and results of tools the provider ran itself (web search, code
+ * execution). turnlog never executes a provider tool; its parts are replayed only to the provider
+ * that produced them. (Calls of turnlog's own tools are `ToolCallRecord`s, not content.)
+ */
 export type ContentPart = z.output<Schemas['contentPart']>;
+
+/** A call of a provider-executed tool, as the provider streamed it. */
+export type ProviderToolCallPart = Extract<ContentPart, { type: 'provider-tool-call' }>;
+
+/** The result of a provider-executed tool, as the provider streamed it. */
+export type ProviderToolResultPart = Extract<ContentPart, { type: 'provider-tool-result' }>;
 
 /**
  * How the tool-call guard proved a call complete (`null`: not proved, see `withheld`).

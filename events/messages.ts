@@ -1,4 +1,7 @@
+import type { ProviderToolCallPart, ProviderToolResultPart } from './facts.ts';
 import type { JsonObject, JsonValue, ProviderOptions } from './json.ts';
+
+export type { ProviderToolCallPart, ProviderToolResultPart };
 
 /**
  * turnlog's own message format: what `projectHistory` builds from the log and what a
@@ -26,7 +29,12 @@ export interface ToolMessage {
   content: ToolResultPart[];
 }
 
-export type AssistantPart = TextPart | ReasoningPart | ToolCallPart;
+export type AssistantPart =
+  | TextPart
+  | ReasoningPart
+  | ToolCallPart
+  | ProviderToolCallPart
+  | ProviderToolResultPart;
 
 export interface TextPart {
   type: 'text';
@@ -60,7 +68,24 @@ export interface ToolResultPart {
 
 /** A tool as the model sees it: a name, a description and a JSON Schema. Never an `execute`. */
 export interface ModelToolDefinition {
+  type?: 'function';
   name: string;
   description: string;
   inputSchema: JsonObject;
 }
+
+/**
+ * A tool the provider defines and executes itself (`openai.tools.webSearch()`, Anthropic's web
+ * search, Google search grounding), as plain data: the provider's tool id and its arguments.
+ * turnlog sends it with the request and records what the provider streams of it; it never runs it.
+ */
+export interface ProviderToolDefinition {
+  type: 'provider';
+  name: string;
+  /** The provider's tool id, `<provider>.<tool>`, e.g. `openai.web_search`. */
+  id: `${string}.${string}`;
+  args: JsonObject;
+}
+
+/** Any tool a request carries. */
+export type RequestTool = ModelToolDefinition | ProviderToolDefinition;

@@ -1,23 +1,14 @@
-import { assertNever, type ContentPart, type Fact, type FactOf } from './facts.ts';
-import type { ProviderOptions } from './json.ts';
-import type { AssistantPart, ModelMessage, ToolResultPart } from './messages.ts';
-import { collectRuns, type StepFacts } from './run-facts.ts';
+import type { Fact, FactOf } from './facts.ts';
+import { requestSeq, stepMessages, summaryMessage } from './history-messages.ts';
+import type { ModelMessage } from './messages.ts';
+import { createRunIndex, type RunFacts, type StepFacts } from './run-facts.ts';
 
-/** The first line of the user message that stands in for compacted history. */
-export const compactionSummaryHeader = 'Summary of the earlier conversation (compacted):';
+export { compactionSummaryHeader } from './history-messages.ts';
 
 /** Options of `projectHistory`. */
 export interface ProjectHistoryOptions {
   /** The provider the next request goes to (`ModelAdapter.provider`, e.g. `openai.responses`). */
   provider: string;
-}
-
-/** A piece of history and where the log puts it. */
-interface Placed {
-  seq: number;
-  /** Breaks a tie on `seq`: a step goes after the fact its request was projected through. */
-  after: 0 | 1;
-  messages: ModelMessage[];
 }
 
 /**
@@ -27,7 +18,8 @@ interface Placed {
  * - each run's input is a user message; each completed step is an assistant message
  *   (its content parts as stored, then its settled calls), followed by one tool message with
  *   the calls' `tool.settled` texts in call order;
- * - reasoning, and provider options on any part, are kept only for the step's own provider;
+ * - reasoning, provider-executed tool calls and results, and provider options on any part, are
+ *   kept only for the step's own provider;
  * - steering is a user message where it arrived; steering the step's request did not include
  *   goes after that step's messages, so a call and its result are never split;
  * - the latest `compaction.completed` replaces every fact up to `throughSeq` by one user
@@ -41,109 +33,216 @@ export function projectHistory(
   facts: readonly Fact[],
   { provider }: ProjectHistoryOptions,
 ): ModelMessage[] {
-  const compaction = facts.findLast(
-    (fact): fact is FactOf<'compaction.completed'> => fact.type === 'compaction.completed',
-  );
-  const throughSeq = compaction?.throughSeq ?? 0;
-  const placed: Placed[] = [];
+  const history = new HistoryFold(provider);
+  for (const fact of facts) history.add(fact);
+  return history.messages();
+}
 
-  for (const run of collectRuns(facts)) {
-    const started = run.runStarted[0];
-    if (started !== undefined && started.seq > throughSeq) {
-      placed.push(userAt(started.seq, started.input.text));
-    }
-    for (const steering of run.steering) {
-      if (steering.seq > throughSeq) placed.push(userAt(steering.seq, steering.text));
-    }
-    for (const step of run.steps) {
-      const completed = step.completions[0];
-      // I6: a step is summarized or shown whole, so no call loses its result.
-      if (completed === undefined || completed.seq <= throughSeq) continue;
-      placed.push({
-        seq: requestSeq(step, completed),
-        after: 1,
-        messages: stepMessages(step, completed, provider),
-      });
-    }
-  }
-
-  placed.sort((left, right) => left.seq - right.seq || left.after - right.after);
-  const messages: ModelMessage[] =
-    compaction === undefined
-      ? []
-      : [{ role: 'user', content: `${compactionSummaryHeader}\n\n${compaction.summary}` }];
-  for (const entry of placed) messages.push(...entry.messages);
-  return messages;
+/** `projectHistory` for a log that grows: each call reads only the facts appended since the last. */
+export interface HistoryProjection {
+  /** Exactly `projectHistory(facts, options)`. */
+  project(facts: readonly Fact[], options: ProjectHistoryOptions): ModelMessage[];
 }
 
 /**
- * The `seq` the completing attempt's request was projected through: steering after it was not
- * in that request, so it goes after the step's reply (as the turn machine judges it).
+ * A `projectHistory` that keeps the previous projection of a session's log, keyed by the facts
+ * array and how far it was read, and adds only the facts appended since: a step costs the same on
+ * top of 10,000 facts as on top of 10. Anything unexpected projects the log again in full: another
+ * provider, an array that no longer starts with the facts read (a copy, a different session), a
+ * compaction, a fact placed where another already is.
+ *
+ * @example
+ * const history = createHistoryProjection();
+ * const messages = history.project(driver.facts, { provider: adapter.provider });
  */
-function requestSeq(step: StepFacts, completed: FactOf<'step.completed'>): number {
-  const attempt = step.completedAttempt;
-  if (attempt === undefined) return completed.seq;
-  const projectedThroughSeq = (attempt as { projectedThroughSeq?: number }).projectedThroughSeq;
-  return projectedThroughSeq ?? attempt.seq;
+export function createHistoryProjection(): HistoryProjection {
+  let read: { facts: readonly Fact[]; count: number; last: Fact | undefined } | undefined;
+  let history: HistoryFold | undefined;
+  return {
+    project(facts, { provider }) {
+      if (
+        history === undefined ||
+        history.provider !== provider ||
+        read?.facts !== facts ||
+        facts.length < read.count ||
+        (read.count > 0 && facts[read.count - 1] !== read.last)
+      ) {
+        history = new HistoryFold(provider);
+        read = { facts, count: 0, last: undefined };
+      }
+      for (; read.count < facts.length; read.count += 1) {
+        read.last = facts[read.count] as Fact;
+        history.add(read.last);
+      }
+      return history.messages();
+    },
+  };
 }
 
-function stepMessages(
-  step: StepFacts,
-  completed: FactOf<'step.completed'>,
-  provider: string,
-): ModelMessage[] {
-  const sameProvider = step.completedAttempt?.request.provider === provider;
-  const parts: AssistantPart[] = [];
-  for (const part of completed.content) {
-    const kept = contentPart(part, sameProvider);
-    if (kept !== undefined) parts.push(kept);
+/** A piece of history and where the log puts it. */
+interface Piece {
+  seq: number;
+  /** Breaks a tie on `seq`: a step goes after the fact its request was projected through. */
+  after: 0 | 1;
+  messages: ModelMessage[];
+  /** A step's piece, whose messages change as its calls settle. */
+  step?: { facts: StepFacts; completed: FactOf<'step.completed'>; stale: boolean };
+}
+
+/**
+ * The history of a log read fact by fact: the shared run index, the pieces in their places
+ * (sorted by `seq`, then `after`), and their messages laid end to end. A fact adds a piece,
+ * or makes one step's messages stale; only the pieces from the first change on are laid out
+ * again. A compaction, or a tie between two places, rebuilds the pieces from the index.
+ */
+class HistoryFold {
+  readonly provider: string;
+  readonly #index = createRunIndex();
+  #compaction: FactOf<'compaction.completed'> | undefined;
+  #summary: ModelMessage | undefined;
+  #pieces: Piece[] = [];
+  /** False once the pieces must be rebuilt from the index. */
+  #placed = true;
+  /** The messages of `#pieces[0 .. #laidOut)`, end to end; `#starts[i]`: where piece i begins. */
+  #laid: ModelMessage[] = [];
+  #starts: number[] = [];
+  #laidOut = 0;
+
+  constructor(provider: string) {
+    this.provider = provider;
   }
-  const results: ToolResultPart[] = [];
-  for (const call of step.calls) {
-    const settled = call.settled[0];
-    if (settled === undefined) continue;
-    const { callId, name, input, providerOptions } = call.call;
-    parts.push({
-      type: 'tool-call',
-      callId,
-      name,
-      input,
-      ...optionsFor(providerOptions, sameProvider),
-    });
-    results.push({
-      type: 'tool-result',
-      callId,
-      name,
-      text: settled.text,
-      isError: settled.outcome !== 'success',
-    });
+
+  add(fact: Fact): void {
+    const filed = this.#index.add(fact);
+    if (fact.type === 'compaction.completed') {
+      // The latest compaction wins and replaces everything up to its throughSeq.
+      this.#compaction = fact;
+      this.#summary = summaryMessage(fact);
+      this.#placed = false;
+    }
+    if (!this.#placed) return;
+    const throughSeq = this.#throughSeq();
+    switch (fact.type) {
+      case 'run.started':
+        if (filed.run.runStarted.length === 1 && fact.seq > throughSeq)
+          this.#insert(userAt(fact.seq, fact.input.text));
+        return;
+      case 'steering.received':
+        if (fact.seq > throughSeq) this.#insert(userAt(fact.seq, fact.text));
+        return;
+      case 'step.completed':
+        if (filed.step?.completions.length === 1 && fact.seq > throughSeq)
+          this.#insert(stepAt(filed.step, fact));
+        return;
+      case 'tool.settled':
+        // Only a call's first result is shown; a step summarized away has no piece.
+        if (filed.call?.settled.length === 1) this.#stale(filed.step);
+        return;
+      default:
+        return;
+    }
   }
-  const messages: ModelMessage[] = [];
-  if (parts.length > 0) messages.push({ role: 'assistant', content: parts });
-  if (results.length > 0) messages.push({ role: 'tool', content: results });
-  return messages;
-}
 
-function contentPart(part: ContentPart, sameProvider: boolean): AssistantPart | undefined {
-  switch (part.type) {
-    case 'reasoning':
-      // Reasoning (and its signature) only means something to the provider that produced it.
-      if (!sameProvider) return undefined;
-      return { type: 'reasoning', text: part.text, ...optionsFor(part.providerOptions, true) };
-    case 'text':
-      return { type: 'text', text: part.text, ...optionsFor(part.providerOptions, sameProvider) };
-    default:
-      return assertNever(part, 'content part');
+  messages(): ModelMessage[] {
+    if (!this.#placed) this.#rebuild();
+    const pieces = this.#pieces;
+    if (this.#laidOut < pieces.length) {
+      // Pieces from #laidOut on are laid out again (a new last piece starts where the laid end).
+      this.#laid.length = this.#starts[this.#laidOut] ?? this.#laid.length;
+      for (let index = this.#laidOut; index < pieces.length; index += 1) {
+        const piece = pieces[index] as Piece;
+        if (piece.step?.stale) {
+          piece.messages = stepMessages(piece.step.facts, piece.step.completed, this.provider);
+          piece.step.stale = false;
+        }
+        this.#starts[index] = this.#laid.length;
+        for (const message of piece.messages) this.#laid.push(message);
+      }
+      this.#starts.length = pieces.length;
+      this.#laidOut = pieces.length;
+    }
+    // A new array each time: a request holds it while the log grows.
+    return this.#summary === undefined ? [...this.#laid] : [this.#summary, ...this.#laid];
+  }
+
+  #throughSeq(): number {
+    return this.#compaction?.throughSeq ?? 0;
+  }
+
+  /** Places a piece after every piece before it; a tie with a placed piece rebuilds instead. */
+  #insert(piece: Piece): void {
+    const pieces = this.#pieces;
+    let low = 0;
+    let high = pieces.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      const other = pieces[middle] as Piece;
+      if (other.seq < piece.seq || (other.seq === piece.seq && other.after < piece.after))
+        low = middle + 1;
+      else high = middle;
+    }
+    const next = pieces[low];
+    if (next !== undefined && next.seq === piece.seq && next.after === piece.after) {
+      // Two pieces in one place: only the full projection's order (run by run) decides.
+      this.#placed = false;
+      return;
+    }
+    pieces.splice(low, 0, piece);
+    this.#laidOut = Math.min(this.#laidOut, low);
+  }
+
+  #stale(step: StepFacts | undefined): void {
+    for (let index = this.#pieces.length - 1; index >= 0; index -= 1) {
+      const stepPiece = (this.#pieces[index] as Piece).step;
+      if (stepPiece === undefined || stepPiece.facts !== step) continue;
+      stepPiece.stale = true;
+      this.#laidOut = Math.min(this.#laidOut, index);
+      return;
+    }
+  }
+
+  /** Places every piece again from the index, as one pass over the log would. */
+  #rebuild(): void {
+    const throughSeq = this.#throughSeq();
+    const placed: Piece[] = [];
+    for (const run of this.#index.runs()) placed.push(...runPieces(run, throughSeq));
+    placed.sort((left, right) => left.seq - right.seq || left.after - right.after);
+    this.#pieces = placed;
+    this.#laid = [];
+    this.#starts = [];
+    this.#laidOut = 0;
+    this.#placed = true;
   }
 }
 
-function optionsFor(
-  providerOptions: ProviderOptions | undefined,
-  sameProvider: boolean,
-): { providerOptions?: ProviderOptions } {
-  return sameProvider && providerOptions !== undefined ? { providerOptions } : {};
+/** A run's pieces in the order one pass over the log places them: input, steering, steps. */
+function runPieces(run: RunFacts, throughSeq: number): Piece[] {
+  const pieces: Piece[] = [];
+  const started = run.runStarted[0];
+  if (started !== undefined && started.seq > throughSeq) {
+    pieces.push(userAt(started.seq, started.input.text));
+  }
+  for (const steering of run.steering) {
+    if (steering.seq > throughSeq) pieces.push(userAt(steering.seq, steering.text));
+  }
+  for (const step of run.steps) {
+    const completed = step.completions[0];
+    // I6: a step is summarized or shown whole, so no call loses its result.
+    if (completed === undefined || completed.seq <= throughSeq) continue;
+    pieces.push(stepAt(step, completed));
+  }
+  return pieces;
 }
 
-function userAt(seq: number, text: string): Placed {
+function userAt(seq: number, text: string): Piece {
   return { seq, after: 0, messages: [{ role: 'user', content: text }] };
+}
+
+function stepAt(step: StepFacts, completed: FactOf<'step.completed'>): Piece {
+  return {
+    seq: requestSeq(step, completed),
+    after: 1,
+    messages: [],
+    step: { facts: step, completed, stale: true },
+  };
 }

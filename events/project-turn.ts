@@ -1,4 +1,5 @@
 import type {
+  ContentPart,
   Fact,
   FinishReason,
   PermissionDecision,
@@ -212,14 +213,8 @@ function toolCallView(call: CallFacts): ToolCallView {
   };
 }
 
-function joinText(
-  content: readonly { type: 'text' | 'reasoning'; text: string }[],
-  type: 'text' | 'reasoning',
-): string {
-  return content
-    .filter((part) => part.type === type)
-    .map((part) => part.text)
-    .join('');
+function joinText(content: readonly ContentPart[], type: 'text' | 'reasoning'): string {
+  return content.map((part) => (part.type === type && 'text' in part ? part.text : '')).join('');
 }
 
 const usageKeys = ['inputTokens', 'outputTokens', 'reasoningTokens', 'cachedInputTokens'] as const;

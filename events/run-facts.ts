@@ -68,17 +68,37 @@ export interface PendingDecision {
   inputHash: string;
 }
 
+/** Where `RunIndex.add` put a fact: its run, and its step and call when it has them. */
+export interface IndexedFact {
+  run: RunFacts;
+  step: StepFacts | undefined;
+  /** The call a tool fact belongs to (`undefined` for an unmatched tool fact). */
+  call: CallFacts | undefined;
+}
+
 /**
- * Groups facts by run (in order of each run's first fact) and indexes their steps and calls.
- * A tool fact belongs to the run's most recently completed step: providers may reuse a
- * `callId` across steps, so a call is paired with its facts by step, never by `callId` alone.
+ * The shared index built one fact at a time, so a projection can follow a growing log without
+ * reading it again: `add` files each fact and says where it went.
  */
-export function collectRuns(facts: readonly Fact[]): RunFacts[] {
+export interface RunIndex {
+  /** Files the next fact of the log (log order). */
+  add(fact: Fact): IndexedFact;
+  /** The runs so far, in order of each run's first fact. */
+  runs(): RunFacts[];
+}
+
+/** An empty `RunIndex` (see `collectRuns` for the rules it files facts by). */
+export function createRunIndex(): RunIndex {
   const runs = new Map<string, RunFacts>();
   const steps = new Map<RunFacts, Map<string, StepFacts>>();
   const lastCompleted = new Map<RunFacts, StepFacts>();
+  // A log holds long stretches of one run: the run of the previous fact is looked up first.
+  let current: { run: RunFacts; steps: Map<string, StepFacts> } | undefined;
 
-  for (const fact of facts) {
+  function runOf(fact: Fact) {
+    if (current?.run.runId === fact.runId && current.run.sessionId === fact.sessionId) {
+      return current;
+    }
     const key = `${fact.sessionId}\u0000${fact.runId}`;
     let run = runs.get(key);
     if (run === undefined) {
@@ -86,9 +106,15 @@ export function collectRuns(facts: readonly Fact[]): RunFacts[] {
       runs.set(key, run);
       steps.set(run, new Map());
     }
+    current = { run, steps: steps.get(run) ?? new Map<string, StepFacts>() };
+    return current;
+  }
+
+  function add(fact: Fact): IndexedFact {
+    const { run, steps: runSteps } = runOf(fact);
     run.facts.push(fact);
     if (fact.state !== undefined) run.lastState = fact.state;
-    const runSteps = steps.get(run) ?? new Map<string, StepFacts>();
+    const filed: IndexedFact = { run, step: undefined, call: undefined };
 
     switch (fact.type) {
       case 'run.started':
@@ -101,13 +127,16 @@ export function collectRuns(facts: readonly Fact[]): RunFacts[] {
         run.steering.push(fact);
         break;
       case 'step.started':
-        stepOf(run, runSteps, fact.stepId).attempts.push(fact);
+        filed.step = stepOf(run, runSteps, fact.stepId);
+        filed.step.attempts.push(fact);
         break;
       case 'step.failed':
-        stepOf(run, runSteps, fact.stepId).failures.push(fact);
+        filed.step = stepOf(run, runSteps, fact.stepId);
+        filed.step.failures.push(fact);
         break;
       case 'retry.due':
-        stepOf(run, runSteps, fact.stepId).retries.push(fact);
+        filed.step = stepOf(run, runSteps, fact.stepId);
+        filed.step.retries.push(fact);
         break;
       case 'step.completed': {
         const step = stepOf(run, runSteps, fact.stepId);
@@ -117,6 +146,7 @@ export function collectRuns(facts: readonly Fact[]): RunFacts[] {
           indexCalls(step, fact.toolCalls);
         }
         lastCompleted.set(run, step);
+        filed.step = step;
         break;
       }
       case 'tool.permission.requested':
@@ -124,9 +154,8 @@ export function collectRuns(facts: readonly Fact[]): RunFacts[] {
       case 'tool.started':
       case 'tool.settled':
       case 'tool.indeterminate': {
-        const call = lastCompleted
-          .get(run)
-          ?.calls.find((entry) => entry.call.callId === fact.callId);
+        const step = lastCompleted.get(run);
+        const call = step?.calls.find((entry) => entry.call.callId === fact.callId);
         if (call === undefined) {
           run.unmatched.push(fact);
           break;
@@ -134,6 +163,8 @@ export function collectRuns(facts: readonly Fact[]): RunFacts[] {
         call.facts.push(fact);
         if (fact.type === 'tool.started') call.started.push(fact);
         if (fact.type === 'tool.settled') call.settled.push(fact);
+        filed.step = step;
+        filed.call = call;
         break;
       }
       case 'compaction.started':
@@ -145,8 +176,21 @@ export function collectRuns(facts: readonly Fact[]): RunFacts[] {
       default:
         assertNever(fact, 'fact');
     }
+    return filed;
   }
-  return [...runs.values()];
+
+  return { add, runs: () => [...runs.values()] };
+}
+
+/**
+ * Groups facts by run (in order of each run's first fact) and indexes their steps and calls.
+ * A tool fact belongs to the run's most recently completed step: providers may reuse a
+ * `callId` across steps, so a call is paired with its facts by step, never by `callId` alone.
+ */
+export function collectRuns(facts: readonly Fact[]): RunFacts[] {
+  const index = createRunIndex();
+  for (const fact of facts) index.add(fact);
+  return index.runs();
 }
 
 /**

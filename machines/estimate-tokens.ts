@@ -1,4 +1,4 @@
-import type { Fact } from '../events/facts.ts';
+import type { ContentPart, Fact } from '../events/facts.ts';
 import type { PreparedRequest } from './run-services.ts';
 
 /** Characters per token, the rough rule the estimate uses. */
@@ -28,17 +28,26 @@ export function estimateRequestTokens(facts: readonly Fact[], request: PreparedR
     return Math.ceil(characters / charsPerToken);
   }
   let added = 0;
-  for (const part of last.content) added += part.text.length;
+  added += contentChars(last.content);
   for (const call of last.toolCalls) added += JSON.stringify(call.input).length;
   for (const fact of facts.slice(lastIndex + 1)) {
     if (fact.type === 'tool.settled') added += fact.text.length;
     else if (fact.type === 'steering.received') added += fact.text.length;
     else if (fact.type === 'run.started') added += fact.input.text.length;
     else if (fact.type === 'step.completed') {
-      for (const part of fact.content) added += part.text.length;
+      added += contentChars(fact.content);
     }
   }
   return last.usage.inputTokens + Math.ceil(added / charsPerToken);
+}
+
+/** Characters a step's content adds to the history (a provider tool's parts as their JSON). */
+function contentChars(content: readonly ContentPart[]): number {
+  let characters = 0;
+  for (const part of content) {
+    characters += 'text' in part ? part.text.length : JSON.stringify(part).length;
+  }
+  return characters;
 }
 
 /** Tokens kept free for the answer when deciding whether to compact. */

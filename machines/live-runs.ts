@@ -2,6 +2,7 @@ import type { InspectionEvent, Observer } from 'xstate';
 import type { ModelAdapter } from '../adapters/model-adapter.ts';
 import type { Fact, RunLimits } from '../events/facts.ts';
 import type { IdGenerator } from '../events/ids.ts';
+import { createHistoryProjection } from '../events/project-history.ts';
 import { DamagedSessionError } from '../runtime-errors.ts';
 import type { EventStore, StoreFinding } from '../store/event-store.ts';
 import type { ToolSetSource } from '../tools/tool-set-source.ts';
@@ -121,7 +122,9 @@ export function createLiveRuns(options: LiveRunsOptions) {
       limits,
       store,
       facts: () => driver.facts,
+      history: createHistoryProjection(),
       commit: (draft) => driver.commit(draft),
+      commitAll: (drafts) => driver.commitAll(drafts),
       signal: controller.signal,
       generateId,
       random: options.random,

@@ -80,9 +80,20 @@ export async function loadRun({
 
 /** The session's last run when it has no `run.ended`. */
 export function unfinishedRun(facts: readonly Fact[]) {
-  const started = facts.findLast((fact) => fact.type === 'run.started');
-  if (started?.type !== 'run.started') return undefined;
-  const ended = facts.some((fact) => fact.type === 'run.ended' && fact.runId === started.runId);
-  if (ended) return undefined;
-  return { sessionId: started.sessionId, turnId: started.turnId, runId: started.runId };
+  // Read back from the end: a finished last run costs its own facts, not the session's.
+  const endedRuns = new Set<string>();
+  for (let index = facts.length - 1; index >= 0; index -= 1) {
+    const fact = facts[index] as Fact;
+    if (fact.type === 'run.ended') endedRuns.add(fact.runId);
+    if (fact.type !== 'run.started') continue;
+    const ended =
+      endedRuns.has(fact.runId) ||
+      // A run.ended before its run.started is damage, but it still ends the run.
+      facts.some(
+        (earlier, at) => at < index && earlier.type === 'run.ended' && earlier.runId === fact.runId,
+      );
+    if (ended) return undefined;
+    return { sessionId: fact.sessionId, turnId: fact.turnId, runId: fact.runId };
+  }
+  return undefined;
 }

@@ -1,4 +1,3 @@
-import { projectHistory } from '../events/project-history.ts';
 import type { PrepareStepInput } from './actor-inputs.ts';
 import { estimateRequestTokens, outputReserve } from './estimate-tokens.ts';
 import {
@@ -8,9 +7,14 @@ import {
   type ServicesOf,
 } from './run-services.ts';
 
-/** Builds the next request from the log alone (I6): the history projection, the system prompt, the tools. */
+/**
+ * Builds the next request from the log alone (I6): the history projection (the run's projection
+ * reads only the facts since the last request), the system prompt, the tools.
+ */
 export function buildRequest(services: RunServices): PreparedRequest {
-  const messages = projectHistory([...services.facts()], { provider: services.adapter.provider });
+  const messages = services.history.project(services.facts(), {
+    provider: services.adapter.provider,
+  });
   return {
     ...(services.system === undefined ? {} : { system: services.system }),
     messages,

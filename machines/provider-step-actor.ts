@@ -1,17 +1,35 @@
 import type { ModelStepEvent } from '../adapters/model-adapter.ts';
+import type { FactDraft, ToolCallRecord } from '../events/facts.ts';
 import type { ProviderStepInput } from './actor-inputs.ts';
 import { buildRequest, preparedKey } from './prepare-step-actor.ts';
 import { limitRetryAfter } from './retry-timer-actor.ts';
-import { fromTask, type ServicesOf } from './run-services.ts';
+import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
+import { settleContext } from './tool-actor.ts';
 
 /** How long streamed output may wait before the partial snapshot slot is rewritten. */
 const partialFlushMs = 200;
 
 /**
+ * The decision of each call of a completed step (validation, loop gate, permission), in call
+ * order, judged on the log before the step; permission functions of different calls run at once.
+ */
+function decideCalls(
+  services: RunServices,
+  input: ProviderStepInput,
+  calls: readonly ToolCallRecord[],
+): Promise<FactDraft[]> {
+  const context = settleContext(services, input);
+  return Promise.all(calls.map((call) => services.toolRuntime.decide(call, context)));
+}
+
+/**
  * The `providerStep` actor (state `requesting.streaming`): one `ModelAdapter.step()` with the
  * run's abort signal. Deltas stream to subscribers (and, throttled, into the store's partial
  * snapshot slot); the step ends with exactly one `step.completed` or `step.failed`, which the
- * driver commits before the machine sees it. Output after the actor was stopped is dropped (I10).
+ * driver commits before the machine sees it. A completed step's calls are decided first, and
+ * their decisions share the write of `step.completed`: the machine passes
+ * `settlingTools.deciding` within one durable point. Output after the actor was stopped is
+ * dropped (I10).
  */
 export function providerStepActor(servicesOf: ServicesOf) {
   return fromTask<ProviderStepInput>(servicesOf, async (services, input, signal) => {
@@ -54,7 +72,13 @@ export function providerStepActor(servicesOf: ServicesOf) {
     }
     const completion = limitRetryAfter(await step.completion, services.limits);
     if (signal.aborted) return;
-    await services.commit({ ...completion, stepId });
+    const decisions =
+      completion.type === 'step.completed'
+        ? await decideCalls(services, input, completion.toolCalls)
+        : [];
+    if (signal.aborted) return;
+    // One write: the response and every call's decision (I5: nothing runs before it is durable).
+    await services.commitAll([{ ...completion, stepId }, ...decisions]);
     if (saving !== undefined) {
       await saving;
       await services.store.clearPartial(sessionId);

@@ -8,7 +8,7 @@ import {
 import type { Fact, FactDraft, FactOf, NewFact } from '../events/facts.ts';
 import type { IdGenerator } from '../events/ids.ts';
 import type { EventStore } from '../store/event-store.ts';
-import { pureTransition } from './pure-transition.ts';
+import { type HeldTransition, heldTransition, pureTransition } from './pure-transition.ts';
 import { stateToString } from './state-path.ts';
 import type { TurnInput, TurnOutcome } from './turn-context.ts';
 import type { turnMachine } from './turn-machine.ts';
@@ -30,22 +30,44 @@ export interface RunDriverOptions {
   now: () => number;
   generateId: IdGenerator;
   inspect?: ((event: InspectionEvent) => void) | Observer<InspectionEvent>;
-  /** Called after each fact is durable and the machine took it (and for `run.ended`). */
+  /** Called after each fact is durable, just before the machine takes it (and for `run.ended`). */
   onFact?: (fact: Fact) => void;
 }
 
+/** A fact an actor proposed, waiting for the next append. */
+interface Proposal {
+  draft: FactDraft;
+  settle: (taken: boolean) => void;
+  reject: (error: unknown) => void;
+}
+
+/** A fact of the next append: its proposal (none for `run.ended`) and the fact with its `state`. */
+interface Planned {
+  proposal: Proposal | undefined;
+  fact: NewFact;
+  /** The live actor's transition on it, computed already and held until the fact is durable. */
+  held: HeldTransition<TurnSnapshot> | undefined;
+}
+
 /**
- * Commit, then transition (I3). The driver owns one run's live actor. For each fact an actor
- * proposes it computes the state the fact leads to with a pure transition (no action runs),
- * appends the fact with that `state`, and only then sends it to the live actor. Commits are serialized,
- * so concurrent tool actors' facts reach the log and the machine in one order. A fact the
- * machine would not take (late output after a stop, I10; a second settlement) is dropped, not
- * logged. When the machine reaches `terminal`, the driver appends the single `run.ended` (I7).
+ * Commit, then transition (I3). The driver owns one run's live actor. Facts that actors propose
+ * while an append is in flight wait and go out together in the next append (a per-run group
+ * commit); `commitAll` proposes facts that must share one append. For each append the driver
+ * folds the proposals in order through the machine, which gives each fact the `state` it leads
+ * to and drops the ones the machine would not take (late output after a stop, I10; a second
+ * settlement), appends them in one write, and only then hands them, in order, to the live
+ * actor: the machine sees a fact only once the whole write is durable. The fold computes the
+ * live actor's own transitions with their effects held (`heldTransition`), so a fact costs one
+ * XState transition, which the actor adopts once the fact is durable. When the fold reaches
+ * `terminal`, the single `run.ended` (I7) joins the same append.
  */
 export function createRunDriver(options: RunDriverOptions) {
   const { store, machine, sessionId, turnId, runId, facts, now, generateId } = options;
+  const holdsTransitions = options.inspect === undefined;
   let actor: TurnActor | undefined;
   let queue: Promise<unknown> = Promise.resolve();
+  const pending: Proposal[] = [];
+  let draining = false;
   let failure: unknown;
   let ended: FactOf<'run.ended'> | undefined;
   let resolveEnded!: (fact: FactOf<'run.ended'>) => void;
@@ -57,7 +79,14 @@ export function createRunDriver(options: RunDriverOptions) {
   endedPromise.catch(() => {});
 
   const lastSeq = () => facts.at(-1)?.seq ?? 0;
-  const knownIds = new Set(facts.map((fact) => fact.id));
+  // Ids a proposal may repeat are the run's own (deterministic ids name the run's steps): read
+  // the run's facts back from the end, not the whole session.
+  const knownIds = new Set<string>();
+  for (let index = facts.length - 1; index >= 0; index -= 1) {
+    const fact = facts[index] as Fact;
+    if (fact.runId === runId) knownIds.add(fact.id);
+    if (fact.type === 'run.started' && fact.runId === runId) break;
+  }
 
   const envelope = (draft: FactDraft, state: string): NewFact =>
     ({
@@ -70,15 +99,23 @@ export function createRunDriver(options: RunDriverOptions) {
       state,
     }) as NewFact;
 
-  async function append(fact: NewFact): Promise<Fact | undefined> {
-    const { appended } = await store.append(sessionId, [fact], { expectedSeq: lastSeq() });
-    const stored = appended[0];
-    if (stored !== undefined) {
-      facts.push(stored);
-      knownIds.add(stored.id);
-      options.onFact?.(stored);
+  /** Appends facts in one write; every one of them must be new (the driver checked their ids). */
+  async function write(batch: readonly NewFact[]): Promise<Fact[]> {
+    const { appended } = await store.append(sessionId, batch, { expectedSeq: lastSeq() });
+    if (appended.length !== batch.length) {
+      const known = batch.filter((fact) => !appended.some((stored) => stored.id === fact.id));
+      throw new Error(
+        `run driver: fact ${known[0]?.id} is already in session ${sessionId}; generateId must not repeat ids`,
+      );
     }
-    return stored;
+    return appended;
+  }
+
+  /** A fact is durable: the session's facts, the run's subscribers. */
+  function record(stored: Fact) {
+    facts.push(stored);
+    knownIds.add(stored.id);
+    options.onFact?.(stored);
   }
 
   function serialize<T>(work: () => Promise<T>): Promise<T> {
@@ -95,18 +132,110 @@ export function createRunDriver(options: RunDriverOptions) {
   function fail(error: unknown) {
     if (failure !== undefined) return;
     failure = error;
+    for (const proposal of pending.splice(0)) proposal.reject(error);
     rejectEnded(error);
     actor?.stop();
   }
 
-  async function endIfDone(snapshot: TurnSnapshot) {
-    if (snapshot.status !== 'done' || ended !== undefined) return;
-    const outcome = snapshot.output as TurnOutcome;
-    const stored = await append(envelope({ type: 'run.ended', ...outcome }, 'terminal'));
-    ended = (stored ??
-      facts.findLast(
-        (fact) => fact.type === 'run.ended' && fact.runId === runId,
-      )) as FactOf<'run.ended'>;
+  function propose(drafts: readonly FactDraft[]): Promise<boolean>[] {
+    const results = drafts.map(
+      (draft) =>
+        new Promise<boolean>((settle, reject) => {
+          if (failure !== undefined) reject(failure);
+          else pending.push({ draft, settle, reject });
+        }),
+    );
+    if (!draining && failure === undefined) {
+      draining = true;
+      serialize(async () => {
+        try {
+          while (pending.length > 0) await commitBatch(pending.splice(0));
+        } finally {
+          draining = false;
+        }
+      }).catch(() => {
+        // fail() rejected every waiting proposal.
+      });
+    }
+    return results;
+  }
+
+  /** Folds the proposals through the machine: which are taken, and the state each leads to. */
+  function plan(batch: readonly Proposal[], live: TurnActor): Planned[] {
+    const from = live.getSnapshot();
+    const planned: Planned[] = [];
+    const ids = new Set<string>();
+    let snapshot = from;
+    for (const proposal of batch) {
+      const { draft } = proposal;
+      if (snapshot.status !== 'active') break;
+      if (draft.id !== undefined && (knownIds.has(draft.id) || ids.has(draft.id))) continue;
+      const fact = envelope(draft, '');
+      // The store assigns this same seq: appends are serialized and checked with expectedSeq.
+      const probe = { ...fact, seq: lastSeq() + planned.length + 1 } as Fact;
+      // With an inspector attached, the live actor computes its own transition when it takes
+      // the fact, so the inspector sees every microstep in order; otherwise the live actor's
+      // transition is computed here, once, and held until the fact is durable.
+      const held = holdsTransitions ? heldTransition(live, snapshot, probe) : undefined;
+      const next = held?.snapshot ?? pureTransition(machine, snapshot, probe);
+      // XState returns the very same snapshot when no transition takes the event.
+      if (next === snapshot) continue;
+      ids.add(fact.id);
+      planned.push({
+        proposal,
+        fact: { ...fact, state: stateToString(next.value) } as NewFact,
+        held,
+      });
+      snapshot = next;
+    }
+    if (snapshot.status === 'done' && ended === undefined) {
+      planned.push({ proposal: undefined, fact: runEnded(snapshot), held: undefined });
+    }
+    return planned;
+  }
+
+  function runEnded(snapshot: TurnSnapshot): NewFact {
+    return envelope({ type: 'run.ended', ...(snapshot.output as TurnOutcome) }, 'terminal');
+  }
+
+  async function commitBatch(batch: Proposal[]) {
+    try {
+      if (actor === undefined) throw new Error('run driver: commit before the run started');
+      const planned = plan(batch, actor);
+      const stored = planned.length === 0 ? [] : await write(planned.map((entry) => entry.fact));
+      // Everything is durable: only now does the machine see the facts, in order.
+      for (const [index, fact] of stored.entries()) {
+        if (fact.type === 'run.ended') {
+          end(fact);
+          continue;
+        }
+        record(fact);
+        adopt(fact, planned[index]?.held);
+        planned[index]?.proposal?.settle(true);
+      }
+      // The others were not taken (settling a taken one again changes nothing).
+      for (const proposal of batch) proposal.settle(false);
+    } catch (error) {
+      for (const proposal of batch) proposal.reject(error);
+      throw error;
+    }
+  }
+
+  /** The live actor takes a durable fact and must reach the state the fact recorded. */
+  function adopt(fact: Fact, held: HeldTransition<TurnSnapshot> | undefined) {
+    const live = actor as TurnActor;
+    if (held?.adopt(fact) !== true) live.send(fact);
+    const liveState = stateToString(live.getSnapshot().value);
+    if (liveState !== fact.state) {
+      throw new Error(
+        `run driver: ${fact.type} (seq ${fact.seq}) recorded ${fact.state} but the machine is in ${liveState}`,
+      );
+    }
+  }
+
+  function end(fact: Fact) {
+    record(fact);
+    ended = fact as FactOf<'run.ended'>;
     actor?.stop();
     resolveEnded(ended);
   }
@@ -122,7 +251,7 @@ export function createRunDriver(options: RunDriverOptions) {
   }
 
   function turnInput(): TurnInput {
-    const runStarted = facts.find(
+    const runStarted = facts.findLast(
       (fact) => fact.type === 'run.started' && fact.runId === runId,
     ) as FactOf<'run.started'>;
     return { sessionId, turnId, runId, limits: runStarted.limits };
@@ -148,11 +277,10 @@ export function createRunDriver(options: RunDriverOptions) {
           limits: draft.limits,
         });
         const versioned = { ...draft, machineVersion: machine.version };
-        const stored = await append(envelope(versioned, stateToString(initial.value)));
-        if (stored === undefined)
-          throw new Error(`run.started for ${runId} was already in the log`);
+        const [stored] = await write([envelope(versioned, stateToString(initial.value))]);
+        record(stored as Fact);
         start();
-        return stored;
+        return stored as Fact;
       });
     },
 
@@ -164,43 +292,25 @@ export function createRunDriver(options: RunDriverOptions) {
     resume(snapshot: TurnSnapshot) {
       const persisted = machine.getPersistedSnapshot(snapshot) as { children?: unknown };
       start({ ...persisted, children: {} });
-      if (snapshot.status === 'done') return serialize(() => endIfDone(snapshot));
-      return Promise.resolve();
+      // A fold that reached terminal only lacked run.ended.
+      if (snapshot.status !== 'done') return Promise.resolve();
+      return serialize(async () => {
+        const [stored] = await write([runEnded(snapshot)]);
+        end(stored as Fact);
+      });
     },
 
     /** Commit, then transition. Resolves `false` when the fact was not taken (see above). */
     commit(draft: FactDraft): Promise<boolean> {
-      return serialize(async () => {
-        if (actor === undefined) throw new Error('run driver: commit before the run started');
-        const snapshot = actor.getSnapshot();
-        if (snapshot.status !== 'active') return false;
-        if (draft.id !== undefined && knownIds.has(draft.id)) return false;
-        const fact = envelope(draft, '');
-        // The store assigns this same seq: appends are serialized and checked with expectedSeq.
-        const probe = { ...fact, seq: lastSeq() + 1 } as Fact;
-        const next = pureTransition(machine, snapshot, probe);
-        // XState returns the very same snapshot when no transition takes the event.
-        if (next === snapshot) return false;
-        const state = stateToString(next.value);
-        const stored = await append({ ...fact, state });
-        if (stored === undefined) {
-          // A deterministic id already in the log is a repeat (a no-op); a generated one is not.
-          if (draft.id !== undefined) return false;
-          throw new Error(
-            `run driver: generated fact id ${fact.id} is already in session ${sessionId}; generateId must not repeat ids`,
-          );
-        }
-        actor.send(stored);
-        const live = actor.getSnapshot();
-        const liveState = stateToString(live.value);
-        if (liveState !== state) {
-          throw new Error(
-            `run driver: ${stored.type} (seq ${stored.seq}) recorded ${state} but the machine is in ${liveState}`,
-          );
-        }
-        await endIfDone(live);
-        return true;
-      });
+      return propose([draft])[0] as Promise<boolean>;
+    },
+
+    /**
+     * Commits facts in one append (a crash keeps a prefix of them at most): the machine sees
+     * none of them before all are durable. Resolves with whether each was taken.
+     */
+    commitAll(drafts: readonly FactDraft[]): Promise<boolean[]> {
+      return Promise.all(propose(drafts));
     },
 
     /** The live actor's snapshot (undefined before `begin`/`resume`). */

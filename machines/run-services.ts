@@ -1,8 +1,9 @@
 import { fromCallback } from 'xstate';
 import type { ModelAdapter, ModelStepRequest } from '../adapters/model-adapter.ts';
-import type { CommitFact, Fact, RunLimits, TransientEvent } from '../events/facts.ts';
+import type { CommitFact, Fact, FactDraft, RunLimits, TransientEvent } from '../events/facts.ts';
 import type { IdGenerator } from '../events/ids.ts';
-import type { ModelToolDefinition } from '../events/messages.ts';
+import type { RequestTool } from '../events/messages.ts';
+import type { HistoryProjection } from '../events/project-history.ts';
 import type { EventStore } from '../store/event-store.ts';
 import type { ToolRuntime } from '../tools/tool.ts';
 
@@ -13,7 +14,7 @@ export type PreparedRequest = Omit<ModelStepRequest, 'abortSignal'>;
 export interface RunServices {
   adapter: ModelAdapter;
   toolRuntime: ToolRuntime;
-  toolDefinitions: ModelToolDefinition[];
+  toolDefinitions: RequestTool[];
   /** `hashJson(toolDefinitions)`, recorded in each `step.started`. */
   toolsHash: string;
   system: string | undefined;
@@ -21,7 +22,11 @@ export interface RunServices {
   store: EventStore;
   /** The session's facts, kept current by the run driver. */
   facts: () => readonly Fact[];
+  /** The run's history projection: each request reads only the facts since the previous one. */
+  history: HistoryProjection;
   commit: CommitFact;
+  /** Commits facts in one append; the machine sees none of them before all are durable. */
+  commitAll: (drafts: readonly FactDraft[]) => Promise<boolean[]>;
   /** Aborted when a stop is committed (I10). */
   signal: AbortSignal;
   generateId: IdGenerator;

@@ -15,27 +15,37 @@ function findCall(services: RunServices, stepId: string, callId: string): ToolCa
   throw new Error(`tool actor: no call ${callId} in the completed step ${stepId}`);
 }
 
+/** What the tool runtime needs to settle the calls of step `stepId` of a run. */
+export function settleContext(
+  services: RunServices,
+  ids: { sessionId: string; runId: string; stepId: string },
+): SettleContext {
+  return {
+    sessionId: ids.sessionId,
+    runId: ids.runId,
+    stepId: ids.stepId,
+    limits: services.limits,
+    signal: services.signal,
+    commit: services.commit,
+    facts: services.facts(),
+  };
+}
+
 /**
  * The `settleTool` actor: one phase of one call's settlement by the tool runtime — `decide`
- * (validation, loop gate, permission), `run` (start, execute, settle) or `abandon` (settle a call
- * that will not run). It reports only by committing facts; its last one is the call's
- * `tool.settled` (or, when deciding, the decision). Tools honour the run's stop signal and grace.
+ * (validation, loop gate, permission; only after a recovery, see `providerStep`), `run` (start,
+ * execute, settle) or `abandon` (settle a call that will not run). It reports only by
+ * committing facts; its last one is the call's `tool.settled` (or, when deciding, the
+ * decision). Tools honour the run's stop signal and grace.
  */
 export function toolActor(servicesOf: ServicesOf) {
   return fromTask<SettleToolInput>(servicesOf, async (services, input) => {
     const call = findCall(services, input.stepId, input.callId);
-    const context: SettleContext = {
-      sessionId: input.sessionId,
-      runId: input.runId,
-      stepId: input.stepId,
-      limits: services.limits,
-      signal: services.signal,
-      commit: services.commit,
-      facts: services.facts(),
-    };
+    const context = settleContext(services, input);
     switch (input.phase) {
       case 'decide':
-        return services.toolRuntime.decide(call, context);
+        await services.commit(await services.toolRuntime.decide(call, context));
+        return;
       case 'run':
         return services.toolRuntime.run(call, input.decision, context);
       case 'abandon':

@@ -1,5 +1,6 @@
 import type { Fact, RunStatus, TransientEvent, Usage } from '../events/facts.ts';
 import { projectTurn } from '../events/project-turn.ts';
+import type { Reason } from './turn-context.ts';
 
 /** What `turn.events` yields: the run's facts and its transient deltas, in order. */
 export type TurnEvent = Fact | TransientEvent;
@@ -7,8 +8,8 @@ export type TurnEvent = Fact | TransientEvent;
 /** How a run ended, as `turn.done` reports it. */
 export interface TurnResult {
   status: RunStatus;
-  /** Why: `end_turn`, `max_output_tokens`, `step_limit`, `stop_requested`, `provider_error`, … */
-  reason: string;
+  /** Why the run ended (see `Reason`). */
+  reason: Reason;
   /** The text of the run's last completed step: the answer. */
   text: string;
   /** Usage summed over the run's completed steps; a number no step reported stays `undefined`. */
@@ -34,14 +35,19 @@ export interface TurnHandle {
 
 /** The `done` payload of a run, projected from the session's facts. */
 export function turnResult(facts: readonly Fact[], runId: string): TurnResult {
-  const run = projectTurn(facts).runs.find((candidate) => candidate.runId === runId);
-  const ended = facts.findLast((fact) => fact.type === 'run.ended' && fact.runId === runId);
+  // The run's own facts, read back from its end: a run's view depends on nothing else, and a
+  // long session's earlier runs would make every run's end cost more.
+  const first = facts.findLastIndex((fact) => fact.type === 'run.started' && fact.runId === runId);
+  const runFacts = facts.slice(Math.max(first, 0)).filter((fact) => fact.runId === runId);
+  const run = projectTurn(runFacts).runs.find((candidate) => candidate.runId === runId);
+  const ended = runFacts.findLast((fact) => fact.type === 'run.ended');
   if (run === undefined || ended?.type !== 'run.ended') {
     throw new Error(`turn result: run ${runId} has not ended`);
   }
   return {
     status: ended.status,
-    reason: ended.reason,
+    // Every reason turnlog records is a `Reason` (run.ended stores it as text).
+    reason: ended.reason as Reason,
     text: run.text,
     usage: run.usage,
     steps: run.steps.filter((step) => step.status === 'completed').length,

@@ -1,10 +1,11 @@
-import type {
-  Fact,
-  FactOf,
-  PermissionDecision,
-  ProviderFailure,
-  RunLimits,
-  RunStatus,
+import {
+  assertNever,
+  type Fact,
+  type FactOf,
+  type PermissionDecision,
+  type ProviderFailure,
+  type RunLimits,
+  type RunStatus,
 } from '../events/facts.ts';
 
 /**
@@ -38,9 +39,37 @@ export interface CallState {
   };
 }
 
+/**
+ * Why a run ended, as its `run.ended` records it and `turn.done` reports it:
+ * - `end_turn` (completed): the model ended its turn with a clean `stop` (or `tool-calls`);
+ * - `max_output_tokens`: the final answer was cut at the output token limit;
+ * - `content_filter`: the provider filtered the answer;
+ * - `step_limit`: `maxSteps` steps ran (their calls settled);
+ * - `provider_error`: a step failed and was not retried (its error says why; a cut-off answer
+ *   is one), or finished in a way that does not say the answer is complete;
+ * - `retries_exhausted`: every attempt of a step failed before any output;
+ * - `context_overflow`: the request did not fit the context window, even after compaction;
+ * - `compaction_failed`: summarizing older history failed;
+ * - `interrupted`: a restart found the run's request in flight with no attempt left;
+ * - `stop_requested` (aborted): `stop()` was called;
+ * - `permission_abort` (aborted): a person decided `abort`.
+ */
+export type Reason =
+  | 'end_turn'
+  | 'max_output_tokens'
+  | 'content_filter'
+  | 'step_limit'
+  | 'provider_error'
+  | 'retries_exhausted'
+  | 'context_overflow'
+  | 'compaction_failed'
+  | 'interrupted'
+  | 'stop_requested'
+  | 'permission_abort';
+
 export interface TurnOutcome {
   status: RunStatus;
-  reason: string;
+  reason: Reason;
   error?: ProviderFailure | { message: string };
 }
 
@@ -142,20 +171,45 @@ export function acceptsUserDecision(call: CallState, decision: PermissionDecisio
   return false;
 }
 
-/** The machine's output once it is done: the outcome its transitions recorded. */
+/**
+ * The machine's output once it is done: the outcome its transitions recorded. Every transition
+ * into `terminal` records one; were one to miss it, the run would end `interrupted` rather than
+ * with a reason outside `Reason`.
+ */
 export function outcomeOf(context: TurnContext): TurnOutcome {
-  return context.outcome ?? { status: 'failed', reason: 'unknown' };
+  return context.outcome ?? { status: 'failed', reason: 'interrupted' };
 }
 
-/** Turns a step's finish reason into the outcome of a run that ends without tool calls. */
+/**
+ * Turns a step's finish reason into the outcome of a run that ends without tool calls. Only a
+ * clean `stop` (or `tool-calls`) completes the run: an answer cut at the output limit, filtered,
+ * or finished for a reason that does not say it is complete is never `completed`. (The AI SDK
+ * adapter already fails a step whose finish is not one of stop, tool-calls, length and
+ * content-filter; a step recorded by another adapter, or by an older turnlog, lands here.)
+ */
 export function outcomeOfFinalStep(fact: FactOf<'step.completed'>): TurnOutcome {
-  switch (fact.finishReason.unified) {
+  const { unified, raw } = fact.finishReason;
+  switch (unified) {
+    case 'stop':
+    case 'tool-calls':
+      return { status: 'completed', reason: 'end_turn' };
     case 'length':
-      return { status: 'completed', reason: 'max_output_tokens' };
+      return { status: 'failed', reason: 'max_output_tokens' };
     case 'content-filter':
       return { status: 'failed', reason: 'content_filter' };
+    case 'error':
+    case 'interrupted':
+    case 'other':
+    case 'unknown':
+      return {
+        status: 'failed',
+        reason: 'provider_error',
+        error: {
+          message: `The model's last step finished with reason "${unified}"${raw === undefined ? '' : ` (provider reason "${raw}")`}, which does not say the answer is complete.`,
+        },
+      };
     default:
-      return { status: 'completed', reason: 'end_turn' };
+      return assertNever(unified, 'finish reason');
   }
 }
 

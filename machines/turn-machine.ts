@@ -139,7 +139,12 @@ export const turnMachine = setup({
         error: (event as FactOf<'compaction.failed'>).error,
       },
     })),
-    spawnDeciders: enqueueActions(({ context, enqueue }) => {
+    // Live, the actor that commits step.completed appends every call's decision in the same
+    // write, so the machine passes `deciding` on facts alone. Deciders run only when a recovery
+    // re-enters `deciding`: a log written before decisions shared that write, or a write cut
+    // after its step.completed.
+    spawnDeciders: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'run.recovered') return;
       for (const call of context.calls.filter((candidate) => candidate.status === 'proposed')) {
         enqueue.spawnChild('settleTool', {
           id: `decide:${context.stepId}:${call.callId}`,

@@ -3,6 +3,8 @@ import type { Adapter } from 'lowdb';
 import { StoreCorruptionError } from './event-store.ts';
 import { errorCode, nodeStoreFs, type StoreFs, syncFolder } from './store-fs.ts';
 
+const utf8 = new TextDecoder();
+
 /** Options of `DurableFileAdapter`. */
 export interface DurableFileAdapterOptions {
   /**
@@ -43,7 +45,7 @@ export class DurableFileAdapter<TData> implements Adapter<TData> {
   async read(): Promise<TData | null> {
     let text: string;
     try {
-      text = (await this.#fs.readFile(this.file)).toString('utf8');
+      text = utf8.decode(await this.#fs.readFile(this.file));
     } catch (error) {
       if (errorCode(error) === 'ENOENT') return null;
       throw error;

@@ -5,6 +5,8 @@ import { DurableFileAdapter } from './durable-file-adapter.ts';
 import { sessionFolderName } from './session-files.ts';
 import { errorCode, type StoreFs } from './store-fs.ts';
 
+const utf8 = new TextDecoder();
+
 /**
  * The partial snapshot slots of `lowdbStore`: one small JSON file per session, overwritten by
  * temp file + rename (never torn by a process kill) but not fsynced — the slot is a display aid
@@ -42,7 +44,7 @@ export class PartialFiles {
     return this.#chain(sessionId, async () => {
       let text: string;
       try {
-        text = (await this.#fs.readFile(this.#file(sessionId))).toString('utf8');
+        text = utf8.decode(await this.#fs.readFile(this.#file(sessionId)));
       } catch (error) {
         if (errorCode(error) === 'ENOENT') return undefined;
         throw error;

@@ -3,6 +3,8 @@ import type { Fact } from '../events/facts.ts';
 import { StoreCorruptionError } from './event-store.ts';
 import { errorCode, nodeStoreFs, type StoreFs } from './store-fs.ts';
 
+const utf8 = new TextDecoder();
+
 /** The `format` of a segment's header line; a future layout gets a new tag. */
 export const segmentFormat = 'turnlog.segment/2';
 
@@ -69,7 +71,7 @@ export class SegmentFileAdapter implements Adapter<SegmentFile> {
   }
 
   async read(): Promise<SegmentFile | null> {
-    let bytes: Buffer;
+    let bytes: Uint8Array;
     try {
       bytes = await this.#fs.readFile(this.file);
     } catch (error) {
@@ -123,11 +125,11 @@ export class SegmentFileAdapter implements Adapter<SegmentFile> {
  * `StoreCorruptionError` naming the file and line for a complete line that is not what it must be.
  */
 function parseSegment(
-  bytes: Buffer,
+  bytes: Uint8Array,
   file: string,
 ): { segment: SegmentFile | null; torn: TornTail | undefined } {
   const keep = bytes.lastIndexOf(0x0a) + 1;
-  const lines = bytes.toString('utf8', 0, keep).split('\n');
+  const lines = utf8.decode(bytes.subarray(0, keep)).split('\n');
   lines.pop(); // after the last newline
   const torn =
     keep < bytes.length || keep === 0

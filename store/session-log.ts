@@ -63,36 +63,17 @@ export class SessionLog {
    * it lost).
    */
   append(facts: readonly NewFact[], options: AppendOptions = {}): Fact[] {
-    const candidates = this.#validate(facts, options);
-    const batchIds = new Set<string>();
-    const fresh = candidates.filter((fact) => {
-      if (this.#ids.has(fact.id) || batchIds.has(fact.id)) return false;
-      batchIds.add(fact.id);
-      return true;
-    });
+    const where = `${this.#storeName}.append('${this.sessionId}')`;
+    const candidates = validateNewFacts(facts, options, { where, sessionId: this.sessionId });
+    const fresh = freshFacts(candidates, (id) => this.#ids.has(id));
     if (fresh.length === 0) return [];
-    const { expectedSeq } = options;
-    if (expectedSeq !== undefined && expectedSeq !== this.lastSeq) {
-      throw new ConcurrencyError({
-        message: `${this.#storeName}.append('${this.sessionId}'): expected the last seq to be ${expectedSeq} but it is ${this.lastSeq}; read the facts after seq ${expectedSeq}, decide again, and append with expectedSeq ${this.lastSeq}`,
-        sessionId: this.sessionId,
-        expectedSeq,
-        actualSeq: this.lastSeq,
-      });
-    }
-    const endedInBatch = new Set<string>();
-    for (const fact of fresh) {
-      // I7: nothing new joins a run after its run.ended, not even later in the same append.
-      if (this.#endedRuns.has(fact.runId) || endedInBatch.has(fact.runId)) {
-        throw new RunSealedError({
-          message: `${this.#storeName}.append('${this.sessionId}'): run ${fact.runId} already ended, so fact ${fact.id} (${fact.type}) cannot join it; start a new run for new work`,
-          sessionId: this.sessionId,
-          runId: fact.runId,
-        });
-      }
-      if (fact.type === 'run.ended') endedInBatch.add(fact.runId);
-    }
-    const appended = fresh.map((fact, index) => withSeq(fact, this.lastSeq + index + 1));
+    const appended = sequenceFacts(fresh, {
+      where,
+      sessionId: this.sessionId,
+      expectedSeq: options.expectedSeq,
+      lastSeq: this.lastSeq,
+      isEnded: (runId) => this.#endedRuns.has(runId),
+    });
     for (const fact of appended) this.#track(fact);
     return appended;
   }
@@ -118,36 +99,100 @@ export class SessionLog {
     if (fact.type === 'run.ended') this.#endedRuns.add(fact.runId);
     trackOpenRun(this.#openRuns, fact);
   }
+}
 
-  #validate(facts: readonly NewFact[], options: AppendOptions): NewFact[] {
-    const where = `${this.#storeName}.append('${this.sessionId}')`;
-    const { expectedSeq } = options;
-    if (expectedSeq !== undefined && !(Number.isInteger(expectedSeq) && expectedSeq >= 0)) {
-      throw new StoreInputError({
-        message: `${where}: expectedSeq must be a whole number >= 0 (the last seq you saw, 0 for an empty session), got ${String(expectedSeq)}`,
-        sessionId: this.sessionId,
-      });
-    }
-    if (!Array.isArray(facts)) {
-      throw new StoreInputError({
-        message: `${where}: facts must be an array of facts, got ${typeof facts}`,
-        sessionId: this.sessionId,
-      });
-    }
-    return facts.map((fact, index) => {
-      const copy = copyPlainJson(fact);
-      const problem = copy.ok
-        ? newFactProblem(copy.value, this.sessionId)
-        : `${copy.path.replace(/^\$/, 'the fact')} ${copy.problem}`;
-      if (problem === undefined) return copy.ok ? (copy.value as unknown as NewFact) : fact;
-      const id = typeof (fact as { id?: unknown })?.id === 'string' ? ` (id ${fact.id})` : '';
-      throw new StoreInputError({
-        message: `${where}: fact ${index}${id} was not stored: ${problem}; nothing of this append was stored`,
-        sessionId: this.sessionId,
-        factIndex: index,
-      });
+/**
+ * Checks an `append`'s options and facts and returns detached plain-JSON copies of the facts, or
+ * throws `StoreInputError` naming the first bad one (I11: nothing of the append is stored).
+ */
+export function validateNewFacts(
+  facts: readonly NewFact[],
+  options: AppendOptions,
+  context: { where: string; sessionId: string },
+): NewFact[] {
+  const { where, sessionId } = context;
+  const { expectedSeq } = options;
+  if (expectedSeq !== undefined && !(Number.isInteger(expectedSeq) && expectedSeq >= 0)) {
+    throw new StoreInputError({
+      message: `${where}: expectedSeq must be a whole number >= 0 (the last seq you saw, 0 for an empty session), got ${String(expectedSeq)}`,
+      sessionId,
     });
   }
+  if (!Array.isArray(facts)) {
+    throw new StoreInputError({
+      message: `${where}: facts must be an array of facts, got ${typeof facts}`,
+      sessionId,
+    });
+  }
+  return facts.map((fact, index) => {
+    const copy = copyPlainJson(fact);
+    const problem = copy.ok
+      ? newFactProblem(copy.value, sessionId)
+      : `${copy.path.replace(/^\$/, 'the fact')} ${copy.problem}`;
+    if (problem === undefined) return copy.ok ? (copy.value as unknown as NewFact) : fact;
+    const id = typeof (fact as { id?: unknown })?.id === 'string' ? ` (id ${fact.id})` : '';
+    throw new StoreInputError({
+      message: `${where}: fact ${index}${id} was not stored: ${problem}; nothing of this append was stored`,
+      sessionId,
+      factIndex: index,
+    });
+  });
+}
+
+/**
+ * The facts of an append that are new: an id already stored (`isKnown`), or repeated earlier in
+ * the same append, is a no-op (a retried append).
+ */
+export function freshFacts(
+  candidates: readonly NewFact[],
+  isKnown: (id: string) => boolean,
+): NewFact[] {
+  const batchIds = new Set<string>();
+  return candidates.filter((fact) => {
+    if (isKnown(fact.id) || batchIds.has(fact.id)) return false;
+    batchIds.add(fact.id);
+    return true;
+  });
+}
+
+/**
+ * Gives an append's new facts their `seq` after `lastSeq`, applying the rules that need the
+ * session's state: `expectedSeq` (else `ConcurrencyError`) and sealed runs (`isEnded`, or ended
+ * earlier in this append: `RunSealedError`, I7). Call it with at least one fresh fact: when every
+ * fact is known the append succeeds whatever `expectedSeq` says (a lost answer retried).
+ */
+export function sequenceFacts(
+  fresh: readonly NewFact[],
+  context: {
+    where: string;
+    sessionId: string;
+    expectedSeq: number | undefined;
+    lastSeq: number;
+    isEnded: (runId: string) => boolean;
+  },
+): Fact[] {
+  const { where, sessionId, expectedSeq, lastSeq } = context;
+  if (expectedSeq !== undefined && expectedSeq !== lastSeq) {
+    throw new ConcurrencyError({
+      message: `${where}: expected the last seq to be ${expectedSeq} but it is ${lastSeq}; read the facts after seq ${expectedSeq}, decide again, and append with expectedSeq ${lastSeq}`,
+      sessionId,
+      expectedSeq,
+      actualSeq: lastSeq,
+    });
+  }
+  const endedInBatch = new Set<string>();
+  for (const fact of fresh) {
+    // I7: nothing new joins a run after its run.ended, not even later in the same append.
+    if (context.isEnded(fact.runId) || endedInBatch.has(fact.runId)) {
+      throw new RunSealedError({
+        message: `${where}: run ${fact.runId} already ended, so fact ${fact.id} (${fact.type}) cannot join it; start a new run for new work`,
+        sessionId,
+        runId: fact.runId,
+      });
+    }
+    if (fact.type === 'run.ended') endedInBatch.add(fact.runId);
+  }
+  return fresh.map((fact, index) => withSeq(fact, lastSeq + index + 1));
 }
 
 /** Updates a map of open runs (by `runId`) with one fact, in `seq` order. */
@@ -216,6 +261,10 @@ export function newFactProblem(value: unknown, sessionId: string): string | unde
   if ('seq' in fact) return 'it carries a seq, which only the store assigns';
   if (typeof fact.sessionId === 'string' && fact.sessionId !== sessionId) {
     return `its sessionId ${JSON.stringify(fact.sessionId)} is not the session it is appended to`;
+  }
+  // A worker's fencing token (see RunLeases): both fields or neither.
+  if ((fact.workerId === undefined) !== (fact.leaseEpoch === undefined)) {
+    return 'its workerId and leaseEpoch go together: give both (an append under a lease) or neither';
   }
   return factProblem(value, { stored: false });
 }

@@ -20,7 +20,8 @@ export interface StoreFileHandle {
  * the folder and the lock use Node's `fs` directly.
  */
 export interface StoreFs {
-  readFile(file: string): Promise<Buffer>;
+  /** The whole file (a Node `Buffer` is a `Uint8Array`; the declaration needs no Node types). */
+  readFile(file: string): Promise<Uint8Array>;
   /** Entry names of a folder (not sorted). */
   readdir(folder: string): Promise<string[]>;
   /** Creates one folder (its parent exists). */

@@ -166,6 +166,12 @@ function toInputJsonSchema(name: string, tool: Tool): JsonObject {
   return jsonSchema;
 }
 
+/** A zod schema of the zod 3 API: its Standard Schema vendor is zod, but it has no zod 4 core. */
+function isZod3Schema(schema: unknown): boolean {
+  const standard = (schema as { '~standard'?: { vendor?: unknown } })['~standard'];
+  return standard?.vendor === 'zod' && !('_zod' in (schema as object));
+}
+
 function assertToolDefinition(
   definition: Partial<ToolDefinition<StandardSchemaV1, unknown>>,
   name?: string,
@@ -186,6 +192,13 @@ function assertToolDefinition(
       name,
       'inputSchema',
       'has an inputSchema that is not a Standard Schema; pass a zod schema',
+    );
+  }
+  if (isZod3Schema(definition.inputSchema)) {
+    fail(
+      name,
+      'inputSchema',
+      "has a zod 3 schema (zod 3, or zod 4's \"zod/v3\"), which turnlog cannot turn into the JSON Schema the model needs; use zod 4: import { z } from 'zod' with zod ^4.1.8",
     );
   }
   if (typeof definition.execute !== 'function') {

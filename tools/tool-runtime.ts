@@ -4,7 +4,7 @@ import type { JsonValue } from '../events/json.ts';
 import { createKeyedLimiter } from './concurrency.ts';
 import { assertTool } from './define-tool.ts';
 import { executeTool } from './execute-tool.ts';
-import { isRepeatedFailure } from './loop-gate.ts';
+import { createLoopGate } from './loop-gate.ts';
 import { evaluatePermission } from './permission-policy.ts';
 import { settlementText } from './settlement-text.ts';
 import type {
@@ -24,7 +24,7 @@ import {
   type ToolSecrets,
   truncateText,
 } from './tool-output.ts';
-import { validateToolInput } from './validate-input.ts';
+import { type InputValidation, validateToolInput } from './validate-input.ts';
 
 /** Options of `createToolRuntime`. */
 export interface ToolRuntimeOptions {
@@ -37,13 +37,15 @@ export interface ToolRuntimeOptions {
 
 /**
  * Creates the tool runtime: the one place a tool executes. `decide` validates and judges each
- * call of a completed step, `run` executes the allowed ones at most once each, `abandon`
- * settles calls that will never run or never report. Every failure of a tool (a throw, a bad
- * schema, a timeout) becomes a `tool.settled` fact; only a failing `commit` rejects (I11).
+ * call of a completed step (the fact it returns is committed with the step), `run` executes the
+ * allowed ones at most once each, `abandon` settles calls that will never run or never report.
+ * Every failure of a tool (a throw, a bad schema, a timeout) becomes a `tool.settled` fact; only
+ * a failing `commit` rejects (I11).
  *
  * @example
  * const runtime = createToolRuntime({ tools: { weather } });
- * await runtime.decide(call, context); // commits tool.permission.decided (allow)
+ * const decision = await runtime.decide(call, context); // a tool.permission.decided (allow) draft
+ * await context.commit(decision);
  * await runtime.run(call, { decision: 'allow', inputHash, by: 'policy' }, context);
  */
 export function createToolRuntime({
@@ -53,6 +55,7 @@ export function createToolRuntime({
 }: ToolRuntimeOptions): ToolRuntime {
   for (const [name, tool] of Object.entries(tools)) assertTool(name, tool);
   const limiter = createKeyedLimiter();
+  const loopGate = createLoopGate();
   // Guards against two concurrent `run`s of one call in this process; the deterministic
   // `tool.started` id guards across processes.
   const running = new Set<string>();
@@ -65,12 +68,13 @@ export function createToolRuntime({
     return settlementText.unknownTool(name, Object.keys(tools));
   }
 
-  async function settle(
+  /** The call's one `tool.settled`, its text bounded to what the model may see. */
+  function settledDraft(
     call: ToolCallRecord,
     context: SettleContext,
     outcome: ToolOutcome,
     body: { text: string; truncated?: boolean; output?: JsonValue; durationMs?: number },
-  ): Promise<boolean> {
+  ): FactDraft {
     const bounded =
       body.truncated === undefined
         ? truncateText(body.text.trim(), context.limits.toolOutputChars)
@@ -86,43 +90,46 @@ export function createToolRuntime({
     };
     if (body.output !== undefined) draft.output = body.output;
     if (body.durationMs !== undefined) draft.durationMs = body.durationMs;
-    return context.commit(draft);
+    return draft;
+  }
+
+  function settle(
+    call: ToolCallRecord,
+    context: SettleContext,
+    outcome: ToolOutcome,
+    body: Parameters<typeof settledDraft>[3],
+  ): Promise<boolean> {
+    return context.commit(settledDraft(call, context, outcome, body));
   }
 
   /**
-   * I5: a call goes further only with a guard proof, a known tool and a valid input; otherwise
-   * it is settled here. Returns the tool and the schema-derived value to use from now on.
+   * I5: a call goes further only with a guard proof, a known tool and a valid input. Returns the
+   * tool and the schema-derived value to use from now on, or how the call settles instead.
    */
-  async function admit(call: ToolCallRecord, context: SettleContext) {
-    if (call.proof === null) {
-      await settle(call, context, 'withheld', { text: settlementText.withheld(call) });
-      return undefined;
-    }
+  async function admit(
+    call: ToolCallRecord,
+  ): Promise<
+    | { tool: Tool; validation: Extract<InputValidation, { status: 'valid' }> }
+    | { outcome: ToolOutcome; text: string }
+  > {
+    if (call.proof === null) return { outcome: 'withheld', text: settlementText.withheld(call) };
     const tool = lookup(call.name);
-    if (tool === undefined) {
-      await settle(call, context, 'invalid', { text: unknownToolText(call.name) });
-      return undefined;
-    }
+    if (tool === undefined) return { outcome: 'invalid', text: unknownToolText(call.name) };
     const validation = await validateToolInput({ name: call.name, tool, raw: call.input });
-    if (validation.status !== 'valid') {
-      await settle(call, context, validation.status, { text: validation.text });
-      return undefined;
-    }
+    if (validation.status !== 'valid') return { outcome: validation.status, text: validation.text };
     return { tool, validation };
   }
 
-  async function decide(call: ToolCallRecord, context: SettleContext): Promise<void> {
-    const admitted = await admit(call, context);
-    if (admitted === undefined) return;
+  async function decide(call: ToolCallRecord, context: SettleContext): Promise<FactDraft> {
+    const admitted = await admit(call);
+    if ('outcome' in admitted) {
+      return settledDraft(call, context, admitted.outcome, { text: admitted.text });
+    }
     const { tool, validation } = admitted;
     const { inputHash } = validation;
-    if (
-      isRepeatedFailure({ facts: context.facts, runId: context.runId, name: call.name, inputHash })
-    ) {
-      await settle(call, context, 'denied', {
-        text: settlementText.loopGate(call.name),
-      });
-      return;
+    const { facts, runId } = context;
+    if (loopGate.isRepeatedFailure({ facts, runId, name: call.name, inputHash })) {
+      return settledDraft(call, context, 'denied', { text: settlementText.loopGate(call.name) });
     }
     let permission: PermissionResult;
     try {
@@ -135,18 +142,17 @@ export function createToolRuntime({
         policy,
       });
     } catch (error) {
-      await settle(call, context, 'error', {
+      return settledDraft(call, context, 'error', {
         text: settlementText.permissionFailed(
           redactedMessage(error, secretsOf(tool, validation.value)),
         ),
       });
-      return;
     }
     const reason = permission.reason === undefined ? {} : { reason: permission.reason };
     switch (permission.verdict) {
       case 'allow':
       case 'deny':
-        await context.commit({
+        return {
           type: 'tool.permission.decided',
           id: toolFactId({ stepId: context.stepId, callId: call.callId, kind: 'decided' }),
           callId: call.callId,
@@ -154,10 +160,9 @@ export function createToolRuntime({
           inputHash,
           by: 'policy',
           ...reason,
-        });
-        return;
+        };
       case 'ask':
-        await context.commit({
+        return {
           type: 'tool.permission.requested',
           id: toolFactId({ stepId: context.stepId, callId: call.callId, kind: 'requested' }),
           callId: call.callId,
@@ -165,10 +170,9 @@ export function createToolRuntime({
           input: validation.json,
           inputHash,
           ...reason,
-        });
-        return;
+        };
       default:
-        assertNever(permission.verdict, 'permission verdict');
+        return assertNever(permission.verdict, 'permission verdict');
     }
   }
 
@@ -178,8 +182,11 @@ export function createToolRuntime({
     context: SettleContext,
   ): Promise<void> {
     // I5: execute only the schema-derived value of the proved input the decision was bound to.
-    const admitted = await admit(call, context);
-    if (admitted === undefined) return;
+    const admitted = await admit(call);
+    if ('outcome' in admitted) {
+      await settle(call, context, admitted.outcome, { text: admitted.text });
+      return;
+    }
     const { tool, validation } = admitted;
     if (validation.inputHash !== decision.inputHash) {
       await settle(call, context, 'error', {

@@ -1,8 +1,9 @@
 import { hashJson } from '../events/json.ts';
-import type { ModelToolDefinition } from '../events/messages.ts';
+import type { RequestTool } from '../events/messages.ts';
 import { InvalidArgumentError } from '../runtime-errors.ts';
 import { toModelToolDefinitions } from './define-tool.ts';
-import type { PermissionPolicy, ToolRuntime, ToolSet } from './tool.ts';
+import { type RuntimeTools, splitTools } from './provider-tool.ts';
+import type { PermissionPolicy, ToolRuntime } from './tool.ts';
 import { createToolRuntime } from './tool-runtime.ts';
 
 /**
@@ -10,12 +11,12 @@ import { createToolRuntime } from './tool-runtime.ts';
  * starts (so a tool set that changes — an MCP server's after `tools/list_changed` — takes
  * effect for the next run, never in the middle of one).
  */
-export type ToolsOption = ToolSet | (() => ToolSet);
+export type ToolsOption = RuntimeTools | (() => RuntimeTools);
 
 /** What one run uses of its tool set. */
 export interface RunTools {
-  /** What the model is shown in every request of the run. */
-  toolDefinitions: ModelToolDefinition[];
+  /** What the model is shown in every request of the run (provider tools last). */
+  toolDefinitions: RequestTool[];
   /** `hashJson(toolDefinitions)`, recorded in each `step.started` as `request.toolsHash`. */
   toolsHash: string;
   /** Executes the calls of the run against exactly the tools the model was shown. */
@@ -48,12 +49,14 @@ export function createToolSetSource({
   tools: ToolsOption | undefined;
   policy: PermissionPolicy | undefined;
 }): ToolSetSource {
-  const build = (set: ToolSet): RunTools => {
-    const toolDefinitions = toModelToolDefinitions(set);
+  const build = (set: RuntimeTools): RunTools => {
+    // Provider tools are sent, never executed: only turnlog's own reach the tool runtime.
+    const { own, provider } = splitTools(set);
+    const toolDefinitions = [...toModelToolDefinitions(own), ...provider];
     return {
       toolDefinitions,
       toolsHash: hashJson(toolDefinitions),
-      toolRuntime: createToolRuntime({ tools: set, ...(policy ? { policy } : {}) }),
+      toolRuntime: createToolRuntime({ tools: own, ...(policy ? { policy } : {}) }),
     };
   };
   if (typeof tools !== 'function') {
@@ -61,7 +64,7 @@ export function createToolSetSource({
     return { forRun: () => fixed, release() {} };
   }
   const pinned = new Map<string, RunTools>();
-  let latest: { set: ToolSet; tools: RunTools } | undefined;
+  let latest: { set: RuntimeTools; tools: RunTools } | undefined;
   return {
     forRun(runId) {
       const kept = pinned.get(runId);
@@ -86,7 +89,7 @@ export function createToolSetSource({
 }
 
 /** The same tool objects under the same names, in the same order (the model sees that order). */
-function sameTools(previous: ToolSet, next: ToolSet): boolean {
+function sameTools(previous: RuntimeTools, next: RuntimeTools): boolean {
   const before = Object.keys(previous);
   const names = Object.keys(next);
   return (

@@ -1,6 +1,7 @@
 import type {
   CommitFact,
   Fact,
+  FactDraft,
   PermissionDecision,
   RunLimits,
   ToolCallRecord,
@@ -53,13 +54,36 @@ export type ToolPermission<TInput> =
       input: TInput,
     ) => PermissionVerdict | PermissionResult | Promise<PermissionVerdict | PermissionResult>);
 
-/** A runtime-wide policy, consulted after the tool's own permission (it may tighten or loosen it). */
-export type PermissionPolicy = (request: {
-  name: string;
-  input: JsonValue;
-  toolVerdict: PermissionResult;
-  sessionId: string;
-}) =>
+/**
+ * What a permission policy is asked about: one call of one of the runtime's tools. A union over
+ * the tools, so checking `name` types `input` as that tool's validated input.
+ */
+export type PolicyRequest<TTools extends ToolSet = ToolSet> = {
+  [TName in keyof TTools & string]: {
+    name: TName;
+    /** A JSON copy of the validated input (schema output): what `tool.started` records. */
+    input: PolicyInput<TTools[TName]>;
+    toolVerdict: PermissionResult;
+    sessionId: string;
+  };
+}[keyof TTools & string];
+
+/** A tool's validated input type, or `JsonValue` where it is not known (`Tool<any>`). */
+type PolicyInput<TTool> =
+  TTool extends Tool<infer TInput> ? (0 extends 1 & TInput ? JsonValue : TInput) : JsonValue;
+
+/**
+ * A runtime-wide policy, consulted after the tool's own permission (it may tighten or loosen
+ * it; `undefined` keeps the tool's verdict). Given to `createRuntime`, its request is typed by
+ * the runtime's tools.
+ *
+ * @example
+ * const policy: PermissionPolicy<{ runCommand: typeof runCommand }> = ({ name, input }) =>
+ *   name === 'runCommand' && input.command === 'rm' ? { verdict: 'deny', reason: 'no rm' } : undefined;
+ */
+export type PermissionPolicy<TTools extends ToolSet = ToolSet> = (
+  request: PolicyRequest<TTools>,
+) =>
   | PermissionVerdict
   | PermissionResult
   | undefined
@@ -112,18 +136,21 @@ export interface SettleContext {
   signal: AbortSignal;
   /** Commit, then transition: resolves `false` when the fact was not taken. */
   commit: CommitFact;
-  /** The session's facts so far (for the loop gate). */
+  /** The session's facts so far (for the loop gate), the run driver's own array: not a copy. */
   facts: readonly Fact[];
 }
 
 /** The tool runtime: the one place a tool executes. */
 export interface ToolRuntime {
   /**
-   * Validation, loop gate and permission for one call of a completed step. Commits exactly one
-   * of: `tool.settled` (withheld, invalid, unknown tool, refused by the loop gate),
-   * `tool.permission.decided` (`by: 'policy'`, allow or deny) or `tool.permission.requested`.
+   * Validation, loop gate and permission for one call of a completed step. Returns, without
+   * committing it, the one fact that decides the call: `tool.settled` (withheld, invalid,
+   * unknown tool, refused by the loop gate, a failing permission), `tool.permission.decided`
+   * (`by: 'policy'`, allow or deny) or `tool.permission.requested`. The step's actor commits
+   * every call's decision in the same append as `step.completed`; the loop gate reads
+   * `context.facts`, the log before the step.
    */
-  decide(call: ToolCallRecord, context: SettleContext): Promise<void>;
+  decide(call: ToolCallRecord, context: SettleContext): Promise<FactDraft>;
   /**
    * Settles a call whose decision is in the log. `allow`: validate again (the hash must match
    * the decision), commit `tool.started`, execute once, commit `tool.settled`; when

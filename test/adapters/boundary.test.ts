@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { streamText } from 'ai';
+import { experimental_streamLanguageModelCall as streamLanguageModelCall, streamText } from 'ai';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { aiSdkAdapter } from '../../adapters/ai-sdk-adapter.ts';
 import type { ModelStepRequest } from '../../adapters/model-adapter.ts';
@@ -9,7 +9,11 @@ import { scriptedModel } from '../../adapters/scripted-model.ts';
 
 vi.mock('ai', async (importOriginal) => {
   const actual = await importOriginal<typeof import('ai')>();
-  return { ...actual, streamText: vi.fn(actual.streamText) };
+  return {
+    ...actual,
+    streamText: vi.fn(actual.streamText),
+    experimental_streamLanguageModelCall: vi.fn(actual.experimental_streamLanguageModelCall),
+  };
 });
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -22,6 +26,7 @@ const tools: ModelStepRequest['tools'] = ['readFile', 'writeFile'].map((name) =>
 describe('the adapter boundary (I4)', () => {
   beforeEach(() => {
     vi.mocked(streamText).mockClear();
+    vi.mocked(streamLanguageModelCall).mockClear();
   });
 
   it('makes exactly one doStream call per step, even when the step ends with tool-calls', async () => {
@@ -50,7 +55,7 @@ describe('the adapter boundary (I4)', () => {
     expect(model.requests).toHaveLength(2);
   });
 
-  it('hands streamText schema-only tools, no retries and a one-step limit', async () => {
+  it('makes one model call without streamText: the active tools as schemas only, no loop, no retries', async () => {
     const model = scriptedModel([{ text: 'ok' }]);
     const abortSignal = new AbortController().signal;
     await aiSdkAdapter(model).step({
@@ -62,18 +67,17 @@ describe('the adapter boundary (I4)', () => {
       providerOptions: { openai: { store: false } },
       abortSignal,
     }).completion;
-    expect(streamText).toHaveBeenCalledTimes(1);
-    const options = vi.mocked(streamText).mock.calls[0]?.[0];
+    // streamText would loop over steps and retry; the adapter never calls it.
+    expect(streamText).toHaveBeenCalledTimes(0);
+    expect(streamLanguageModelCall).toHaveBeenCalledTimes(1);
+    const options = vi.mocked(streamLanguageModelCall).mock.calls[0]?.[0];
     expect(options).toMatchObject({
       instructions: 'Be brief.',
-      maxRetries: 0,
-      activeTools: ['readFile'],
       maxOutputTokens: 256,
       providerOptions: { openai: { store: false } },
       abortSignal,
     });
-    expect(options?.stopWhen).toBeDefined();
-    expect(Object.keys(options?.tools ?? {})).toEqual(['readFile', 'writeFile']);
+    expect(Object.keys(options?.tools ?? {})).toEqual(['readFile']);
     for (const tool of Object.values(options?.tools ?? {}))
       expect(tool).not.toHaveProperty('execute');
     const sent = model.requests[0];
@@ -82,11 +86,29 @@ describe('the adapter boundary (I4)', () => {
         type: 'function',
         name: 'readFile',
         description: 'the readFile tool',
-        inputSchema: tools[0]?.inputSchema,
+        inputSchema: {
+          type: 'object',
+          properties: { path: { type: 'string' } },
+          required: ['path'],
+        },
       },
     ]);
     expect(sent?.maxOutputTokens).toBe(256);
     expect(sent?.providerOptions).toEqual({ openai: { store: false } });
+  });
+
+  it('makes one doStream call for a step whose provider fails: nothing retries it (I4, I9)', async () => {
+    const model = scriptedModel([
+      { error: { status: 503, message: 'overloaded' } },
+      { text: 'ok' },
+    ]);
+    const completion = await aiSdkAdapter(model).step({
+      messages: [{ role: 'user', content: 'go' }],
+      tools,
+      abortSignal: new AbortController().signal,
+    }).completion;
+    expect(completion).toMatchObject({ type: 'step.failed', error: { status: 503 } });
+    expect(model.requests).toHaveLength(1);
   });
 });
 
@@ -124,7 +146,7 @@ describe('imports of the AI SDK', () => {
   it('finds the imports it is looking for', () => {
     expect(
       sdkImports(
-        "import { streamText } from 'ai';\nimport type { X } from \"@ai-sdk/provider\";\nconst m = await import('@ai-sdk/openai');\nimport 'ai/test';\nimport { a } from 'aim';",
+        "import { experimental_streamLanguageModelCall as streamLanguageModelCall, streamText } from 'ai';\nimport type { X } from \"@ai-sdk/provider\";\nconst m = await import('@ai-sdk/openai');\nimport 'ai/test';\nimport { a } from 'aim';",
       ),
     ).toEqual(['ai', '@ai-sdk/provider', '@ai-sdk/openai', 'ai/test']);
   });

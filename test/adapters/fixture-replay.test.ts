@@ -127,7 +127,7 @@ describe('OpenAI Responses recordings through @ai-sdk/openai', () => {
     );
     const result = completed(completion);
     expect(result.finishReason.unified).toBe('stop');
-    expect(result.content.map((part) => part.text)).toEqual(['The final result is **570**.']);
+    expect(result.content).toMatchObject([{ type: 'text', text: 'The final result is **570**.' }]);
     expect(result.toolCalls).toEqual([]);
     expect(result.usage).toEqual({
       inputTokens: 299,

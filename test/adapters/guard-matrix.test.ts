@@ -168,12 +168,36 @@ describe('the tool-call guard through aiSdkAdapter', () => {
     expect(proven(completion)).toEqual([readA]);
   });
 
-  it('withholds a call whose ambiguous finish reason has no telling raw spelling', async () => {
+  it('fails the step of a call whose ambiguous finish reason has no telling raw spelling', async () => {
     const completion = await runStep({
       parts: [...callParts(), finishPart({ unified: 'other', raw: 'other' })],
     });
-    expect(completion).toMatchObject({ finishReason: { unified: 'other', raw: 'other' } });
-    expect(withheld(completion)).toEqual(['call_1']);
+    expect(completion).toEqual({
+      type: 'step.failed',
+      error: {
+        kind: 'unknown',
+        retryable: true,
+        message:
+          'The provider finished with reason "other", which does not say the answer is complete; the step\'s output is not used.',
+      },
+      observedOutput: true,
+    });
+  });
+
+  it('fails the step of a call whose finish the provider package made up (no raw reason)', async () => {
+    const completion = await runStep({
+      parts: [...callParts(), finishPart({ unified: 'other', raw: undefined })],
+    });
+    expect(completion).toEqual({
+      type: 'step.failed',
+      error: {
+        kind: 'stream_interrupted',
+        retryable: true,
+        message:
+          'The provider stream ended without a finish reason of the provider\'s own (reported as "other"), so the response was cut off.',
+      },
+      observedOutput: true,
+    });
   });
 
   it.each([

@@ -1,5 +1,6 @@
 import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { aiSdkAdapter } from '../../adapters/ai-sdk-adapter.ts';
 import {
@@ -52,6 +53,23 @@ const history: ModelMessage[] = [
         providerOptions: { google: { thoughtSignature: 'ts-call' } },
       },
       { type: 'tool-call', callId: 'call_2', name: 'calculator', input: {} },
+      { type: 'provider-tool-call', callId: 'srv_1', name: 'webSearch', input: { query: 'oslo' } },
+      {
+        type: 'provider-tool-result',
+        callId: 'srv_1',
+        name: 'webSearch',
+        result: [{ url: 'https://example.test/oslo', title: 'Oslo' }],
+        isError: false,
+        providerOptions: { anthropic: { cached: true } },
+      },
+      { type: 'provider-tool-call', callId: 'srv_2', name: 'webSearch', input: {} },
+      {
+        type: 'provider-tool-result',
+        callId: 'srv_2',
+        name: 'webSearch',
+        result: { errorCode: 'max_uses_exceeded' },
+        isError: true,
+      },
     ],
   },
   {
@@ -89,6 +107,37 @@ describe('message conversion', () => {
   it('converts turnlog messages to AI SDK messages and back without loss', () => {
     const converted = toAiSdkMessages(history);
     expect(JSON.parse(JSON.stringify(fromAiSdkMessages(converted)))).toEqual(history);
+    // A provider tool's call and result go back as the SDK's provider-executed parts.
+    const assistant = converted[2]?.content as unknown[];
+    expect(assistant.slice(5)).toEqual([
+      {
+        type: 'tool-call',
+        toolCallId: 'srv_1',
+        toolName: 'webSearch',
+        input: { query: 'oslo' },
+        providerExecuted: true,
+      },
+      {
+        type: 'tool-result',
+        toolCallId: 'srv_1',
+        toolName: 'webSearch',
+        output: { type: 'json', value: [{ url: 'https://example.test/oslo', title: 'Oslo' }] },
+        providerOptions: { anthropic: { cached: true } },
+      },
+      {
+        type: 'tool-call',
+        toolCallId: 'srv_2',
+        toolName: 'webSearch',
+        input: {},
+        providerExecuted: true,
+      },
+      {
+        type: 'tool-result',
+        toolCallId: 'srv_2',
+        toolName: 'webSearch',
+        output: { type: 'error-json', value: { errorCode: 'max_uses_exceeded' } },
+      },
+    ]);
     expect(converted[3]).toEqual({
       role: 'tool',
       content: [
@@ -108,6 +157,62 @@ describe('message conversion', () => {
     });
   });
 
+  it('converts lists that grow, shrink and change exactly as it converts each list afresh', () => {
+    const pool: ModelMessage[] = [
+      ...history,
+      { role: 'user', content: 'And tomorrow?' },
+      { role: 'assistant', content: [{ type: 'text', text: 'Rain.' }] },
+    ];
+    const fresh = (list: ModelMessage[]) =>
+      JSON.parse(JSON.stringify(toAiSdkMessages(list.map((message) => ({ ...message })))));
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.nat({ max: pool.length - 1 }), { maxLength: 8 }), { maxLength: 10 }),
+        (lists) => {
+          // Every list starts with the same first message object, as a run's requests do.
+          for (const picks of lists) {
+            const list = [
+              pool[0] as ModelMessage,
+              ...picks.map((pick) => pool[pick] as ModelMessage),
+            ];
+            expect(JSON.parse(JSON.stringify(toAiSdkMessages(list)))).toEqual(fresh(list));
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('converts a message object once: the same object gives the same AI SDK message', () => {
+    const first = toAiSdkMessages(history);
+    const again = toAiSdkMessages([...history, { role: 'user', content: 'And tomorrow?' }]);
+    expect(again.slice(0, history.length)).toEqual(first);
+    first.forEach((message, index) => {
+      expect(again[index]).toBe(message);
+    });
+    // A new object with the same content is a new message.
+    expect(toAiSdkMessages([{ ...(history[1] as ModelMessage) }])[0]).not.toBe(first[1]);
+  });
+
+  it('hands the same AI SDK messages to every request: the SDK does not change them', async () => {
+    const deepFreeze = (value: unknown): void => {
+      if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+      Object.freeze(value);
+      for (const item of Object.values(value)) deepFreeze(item);
+    };
+    // Reused messages are frozen: an SDK that wrote to one would throw (strict mode) and fail the step.
+    for (const message of toAiSdkMessages(history)) deepFreeze(message);
+    const model = scriptedModel([{ text: 'one' }, { text: 'two' }]);
+    const adapter = aiSdkAdapter(model);
+    for (const expected of ['one', 'two']) {
+      const completion = completed(
+        await adapter.step({ messages: history, tools, abortSignal: signal }).completion,
+      );
+      expect(completion.content).toEqual([{ type: 'text', text: expected }]);
+    }
+    expect(model.requests[1]?.prompt).toEqual(model.requests[0]?.prompt);
+  });
+
   it('hands the tools over as schemas without an execute function', () => {
     const toolSet = toAiSdkTools(tools);
     expect(Object.keys(toolSet)).toEqual(['calculator', 'weather']);
@@ -115,6 +220,24 @@ describe('message conversion', () => {
       expect(tool).not.toHaveProperty('execute');
       expect(tool.description).toMatch(/^the /);
     }
+  });
+
+  it('hands a provider tool over as its id and arguments, without an execute function', () => {
+    const toolSet = toAiSdkTools([
+      {
+        type: 'provider',
+        name: 'webSearch',
+        id: 'openai.web_search',
+        args: { searchContextSize: 'low' },
+      },
+    ]);
+    expect(toolSet.webSearch).toMatchObject({
+      type: 'provider',
+      id: 'openai.web_search',
+      args: { searchContextSize: 'low' },
+      isProviderExecuted: true,
+    });
+    expect(toolSet.webSearch).not.toHaveProperty('execute');
   });
 
   it('replays signed reasoning and text to the model exactly as they were produced', async () => {

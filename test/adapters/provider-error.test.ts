@@ -1,5 +1,11 @@
-import { APICallError } from '@ai-sdk/provider';
-import { RetryError } from 'ai';
+import {
+  APICallError,
+  EmptyResponseBodyError,
+  InvalidResponseDataError,
+  JSONParseError,
+  TypeValidationError,
+} from '@ai-sdk/provider';
+import { NoOutputGeneratedError, RetryError } from 'ai';
 import { describe, expect, it } from 'vitest';
 import {
   classifyProviderError,
@@ -209,6 +215,32 @@ describe('classifyProviderError', () => {
       kind: 'unknown',
       retryable: false,
       message: 'something odd',
+    });
+  });
+
+  it.each([
+    [
+      "@ai-sdk/openai-compatible's body that ended without a finish",
+      new InvalidResponseDataError({
+        data: undefined,
+        message: 'Response stream ended without a finish reason.',
+      }),
+    ],
+    ['an empty response body', new EmptyResponseBodyError()],
+    ['a stream without a finish chunk (ai)', new NoOutputGeneratedError()],
+    ['an unparsable frame', new JSONParseError({ text: '{"trunc', cause: new Error('end') })],
+    ['a frame of the wrong shape', new TypeValidationError({ value: {}, cause: new Error('x') })],
+  ])('classifies %s as stream_interrupted, retryable, by its class marker', (_label, error) => {
+    expect(classifyProviderError(error, before)).toMatchObject({
+      kind: 'stream_interrupted',
+      retryable: true,
+    });
+    // The marker decides, not the name or the message: a renamed copy is still recognised.
+    const renamed = Object.assign(error, { name: 'Error', message: 'something odd' });
+    expect(classifyProviderError(renamed, after)).toMatchObject({
+      kind: 'stream_interrupted',
+      retryable: true,
+      message: expect.stringMatching(/^something odd/),
     });
   });
 

@@ -29,6 +29,10 @@ const { sessionId } = options;
 
 // Pipes are written synchronously on Linux and macOS: once printed, the parent can see it.
 const print = (line: string) => process.stdout.write(`${line}\n`);
+// The child ends when its run ends or when the parent kills it, never because nothing is left
+// on its event loop: a held store or an unanswered ask waits for the kill, and without this
+// Node could exit (unsettled top-level await) before the parent's SIGKILL lands.
+const keepAlive = setInterval(() => {}, 60_000);
 
 const store = holdingStore(lowdbStore({ dir: options.dir }), options.hold, (fact) =>
   print(`hold ${fact.seq} ${fact.type}`),
@@ -89,3 +93,4 @@ if (turn !== undefined) {
 await answering;
 print(`history ${JSON.stringify(await runtime.history(sessionId))}`);
 await runtime.close();
+clearInterval(keepAlive);

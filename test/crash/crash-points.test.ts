@@ -38,6 +38,8 @@ interface CrashPoint {
   retriesDue: number;
   /** Attempts whose `step.started` is in the log but whose request was never sent. */
   unsent?: number;
+  /** `run.recovered` facts in the final log (default 1; none when only `run.ended` was missing). */
+  recoveries?: number;
 }
 
 const onLine =
@@ -71,14 +73,39 @@ const points: CrashPoint[] = [
     retriesDue: 1,
   },
   {
-    name: 'after step.completed (calls proven, none started)',
+    name: "after step.completed and its calls' decisions (one write; none started)",
     first: { hold: { type: 'step.completed' } },
+    killWhen: onLine(/^hold \d+ step\.completed$/),
+    lastFact: {
+      type: 'tool.permission.decided',
+      state: 'settlingTools.running',
+      callId: 'call_1b',
+    },
+    recovered: { status: 'resumed', interruptedIn: 'settlingTools.running', indeterminate: [] },
+    executedByFirst: [],
+    attempts: plainAttempts,
+    retriesDue: 1,
+  },
+  {
+    name: 'a write cut after step.completed (its decisions lost)',
+    first: { hold: { type: 'step.completed', cut: true } },
     killWhen: onLine(/^hold \d+ step\.completed$/),
     lastFact: { type: 'step.completed', state: 'settlingTools.deciding' },
     recovered: { status: 'resumed', interruptedIn: 'settlingTools.deciding', indeterminate: [] },
     executedByFirst: [],
     attempts: plainAttempts,
     retriesDue: 1,
+  },
+  {
+    name: 'a write cut between the last step.completed and run.ended',
+    first: { hold: { type: 'step.completed', nth: 4, cut: true } },
+    killWhen: onLine(/^hold \d+ step\.completed$/),
+    lastFact: { type: 'step.completed', state: 'terminal' },
+    recovered: { status: 'ended', interruptedIn: 'terminal', indeterminate: [] },
+    executedByFirst: ['call_1a', 'call_1b', 'call_2a', 'call_2b', 'call_3a'],
+    attempts: plainAttempts,
+    retriesDue: 1,
+    recoveries: 0,
   },
   {
     name: 'after tool.started (both tools sleeping)',
@@ -192,7 +219,7 @@ describe('a run SIGKILLed at a crash point and recovered by a new process', () =
     }
     expect([...attempts.values()]).toEqual(point.attempts);
     expect(factsOfType(facts, 'retry.due')).toHaveLength(point.retriesDue);
-    expect(factsOfType(facts, 'run.recovered')).toHaveLength(1);
+    expect(factsOfType(facts, 'run.recovered')).toHaveLength(point.recoveries ?? 1);
     // I2: every request was sent after its own step.started; only a held one was never sent.
     expect(requests).toBe(factsOfType(facts, 'step.started').length - (point.unsent ?? 0));
   });

@@ -6,7 +6,7 @@ import type {
 } from '@ai-sdk/provider';
 import { z } from 'zod';
 import { type ScriptedResponse, scriptedModel } from '../../adapters/scripted-model.ts';
-import type { Fact, FactType } from '../../events/facts.ts';
+import type { Fact, FactType, NewFact } from '../../events/facts.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 
@@ -36,8 +36,12 @@ export interface ChildOptions {
   chunkMs: number;
   /** The `retry-after-ms` of step 3's 429. */
   retryAfterMs: number;
-  /** After this fact is durable, the store never answers again (the child waits to be killed). */
-  hold?: { type: FactType; callId?: string };
+  /**
+   * After the append holding this fact is durable, the store never answers again (the child
+   * waits to be killed). `nth` picks the nth such fact (default the first); with `cut`, the
+   * append is cut right after the fact, as a crash in the middle of one write leaves it.
+   */
+  hold?: { type: FactType; callId?: string; nth?: number; cut?: boolean };
   /** After the first text delta, the stream sends nothing more (the child waits to be killed). */
   stallStream?: boolean;
   /** Leave permission asks unanswered (the run stays parked until killed). */
@@ -178,8 +182,9 @@ export function scenarioTools(options: ChildOptions, print: (line: string) => vo
 }
 
 /**
- * A store that stops answering after the fact `hold` names is durable: the append never
- * resolves, so the log ends exactly at that fact when the parent kills the process.
+ * A store that stops answering once the fact `hold` names is durable: that append never
+ * resolves, so the log ends with its write (or, with `cut`, exactly at that fact) when the
+ * parent kills the process.
  */
 export function holdingStore(
   store: EventStore,
@@ -187,15 +192,18 @@ export function holdingStore(
   onHold: (fact: Fact) => void,
 ): EventStore {
   if (hold === undefined) return store;
-  const matches = (fact: Fact) =>
+  let seen = 0;
+  const matches = (fact: Fact | NewFact) =>
     fact.type === hold.type &&
-    (hold.callId === undefined || ('callId' in fact && fact.callId === hold.callId));
+    (hold.callId === undefined || ('callId' in fact && fact.callId === hold.callId)) &&
+    ++seen === (hold.nth ?? 1);
   return {
     async append(sessionId, facts, options) {
-      const result = await store.append(sessionId, facts, options);
-      const held = result.appended.find(matches);
-      if (held === undefined) return result;
-      onHold(held);
+      const index = facts.findIndex(matches);
+      if (index === -1) return store.append(sessionId, facts, options);
+      const kept = hold.cut === true ? facts.slice(0, index + 1) : facts;
+      const result = await store.append(sessionId, kept, options);
+      onHold(result.appended[index] as Fact);
       return new Promise<never>(() => {});
     },
     read: (sessionId, options) => store.read(sessionId, options),

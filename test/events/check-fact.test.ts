@@ -40,7 +40,7 @@ describe('the fact schemas', () => {
     [
       'a content part of no known type',
       { content: [{ type: 'image', text: 'x' }] },
-      'step.completed field content[0].type must be one of "text", "reasoning", not "image"',
+      'step.completed field content[0].type must be one of "text", "reasoning", "provider-tool-call", "provider-tool-result", not "image"',
     ],
     [
       'a wrong type deep inside',

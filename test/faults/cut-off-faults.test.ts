@@ -48,12 +48,12 @@ describe.each(providers)('output cut off at the token limit through $name', (pro
     await runtime.close();
   });
 
-  it(`a final answer that finished ${profile.cutOffReason} completes the run as max_output_tokens`, async () => {
+  it(`a final answer that finished ${profile.cutOffReason} fails the run as max_output_tokens: a cut answer is never completed`, async () => {
     const { runtime, fake } = faultRuntime(profile, [serve(profile.cutOff(profile.text))]);
     const turn = await runtime.send({ sessionId: 's1', text: 'go' });
 
     expect(await turn.done).toMatchObject({
-      status: 'completed',
+      status: 'failed',
       reason: 'max_output_tokens',
       steps: 1,
     });
@@ -61,7 +61,7 @@ describe.each(providers)('output cut off at the token limit through $name', (pro
       'run.started',
       'step.started step_1 attempt 1',
       'step.completed step_1 length',
-      'run.ended completed max_output_tokens',
+      'run.ended failed max_output_tokens',
     ]);
     expect(fake.requests).toHaveLength(1);
     await runtime.close();

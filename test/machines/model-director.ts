@@ -49,14 +49,17 @@ class Gates<T> {
 }
 
 /**
- * Where the path intervenes in `projecting`, which has no gate: the fact that enters it is held
- * at its append while a stop is queued behind it, or the process dies right after it.
+ * Where the path intervenes without a gate: in `projecting`, the fact that enters it is held at
+ * its append while a stop is queued behind it, or the process dies right after it; within the
+ * one write of a step's response and decisions, the process dies with only a prefix durable.
  */
 interface ProjectingPlan {
   /** seq of the fact entering `projecting` → queue a stop while its append is held. */
   stopAt: Set<number>;
   /** seq of the fact entering `projecting` → the process dies once it is durable. */
   crashAt: Set<number>;
+  /** seq of the last fact of a write that a crash cuts → the rest of that write is lost. */
+  cutAt: Set<number>;
 }
 
 /** One process's view of the shared store: it can die (appends never return) or hold an append. */
@@ -73,10 +76,17 @@ function processStore(shared: EventStore, plan: ProjectingPlan, onHold: () => Pr
     clearPartial: (sessionId) => shared.clearPartial(sessionId),
     async append(sessionId, facts, options) {
       if (dead) return new Promise(() => {});
-      const seq = (options?.expectedSeq ?? -1) + 1;
-      if (plan.stopAt.delete(seq)) await onHold();
+      const first = (options?.expectedSeq ?? -1) + 1;
+      const seqs = facts.map((_, index) => first + index);
+      if (seqs.filter((seq) => plan.stopAt.delete(seq)).length > 0) await onHold();
+      const cut = seqs.find((seq) => plan.cutAt.delete(seq));
+      if (cut !== undefined && cut < first + facts.length - 1) {
+        await shared.append(sessionId, facts.slice(0, cut - first + 1), options);
+        dead = true;
+        return new Promise(() => {});
+      }
       const result = await shared.append(sessionId, facts, options);
-      if (plan.crashAt.delete(seq)) dead = true;
+      if (seqs.filter((seq) => plan.crashAt.delete(seq)).length > 0) dead = true;
       return result;
     },
     close: async () => {},
@@ -194,6 +204,13 @@ function startProcess(
 const decisionGate = (fact: ModelFact) =>
   fact.type === 'tool.permission.requested' ? 'ask' : 'allow';
 
+/** A decision of the step's own write (step.completed and its decisions, see model-paths.ts). */
+const isDecision = (fact: ModelFact | undefined) =>
+  fact?.variant === 'auto' &&
+  (fact.type === 'tool.permission.decided' ||
+    fact.type === 'tool.permission.requested' ||
+    (fact.type === 'tool.settled' && fact.outcome === 'withheld'));
+
 /** Runs the path live and returns the run's facts once the run has ended. */
 export async function runModelPath(
   path: ModelPath,
@@ -203,9 +220,22 @@ export async function runModelPath(
 ) {
   // run.started takes the next seq; path fact `index` is appended with seq `runStartSeq + 1 + index`.
   const runStartSeq = ((await shared.read(sessionId)).at(-1)?.seq ?? 0) + 1;
-  const plan: ProjectingPlan = { stopAt: new Set(), crashAt: new Set() };
+  const plan: ProjectingPlan = { stopAt: new Set(), crashAt: new Set(), cutAt: new Set() };
+  // Facts of a step's own write: its step.completed with calls and the decisions that follow it.
+  const inWrite = path.facts.map(() => false);
   path.facts.forEach((fact, index) => {
     const before = index === 0 ? 'projecting' : path.states[index - 1];
+    // The write is whole once the machine has left `deciding`.
+    const writeOpen =
+      index > 0 && inWrite[index - 1] === true && before === 'settlingTools.deciding';
+    inWrite[index] =
+      (fact.type === 'step.completed' && fact.toolCalls.length > 0) ||
+      (isDecision(fact) && writeOpen);
+    if (fact.variant === 'recover' && writeOpen) {
+      // A crash cutting the write right after the previous fact.
+      plan.cutAt.add(runStartSeq + index);
+      return;
+    }
     if (before !== 'projecting' || index === 0) return;
     if (fact.variant === 'stop') plan.stopAt.add(runStartSeq + index);
     if (fact.variant === 'recover') plan.crashAt.add(runStartSeq + index);
@@ -257,7 +287,16 @@ export async function runModelPath(
         if (fact.type === 'tool.indeterminate') index += 1; // recovery also commits the run.recovered that follows
         break;
       default:
-        if (
+        if (fact.type === 'step.completed' && inWrite[index]) {
+          // The runtime decides every call before the write: open each permission gate now.
+          void current.requests.release('request', responseFor(fact, next));
+          for (const call of fact.toolCalls) {
+            if (call.proof !== null)
+              void current.permissions.release(call.callId, call.name === 'ask' ? 'ask' : 'allow');
+          }
+        } else if (inWrite[index]) {
+          // A decision of the write above: its gate is open already.
+        } else if (
           fact.type === 'step.completed' ||
           fact.type === 'step.failed' ||
           fact.type === 'compaction.completed' ||
@@ -282,7 +321,9 @@ export async function runModelPath(
           });
         }
     }
-    // run.started is fact 1 of the run; path fact `index` is live fact `index + 2`.
+    // run.started is fact 1 of the run; path fact `index` is live fact `index + 2`. The facts of
+    // one write appear together: wait once its last one (or the crash cutting it) is reached.
+    if (inWrite[index] && inWrite[index + 1]) continue;
     await waitForCount(index + 2);
   }
 

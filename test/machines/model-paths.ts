@@ -243,11 +243,15 @@ export function candidateFacts(snapshot: Snapshot): ModelFact[] {
       ];
     case 'settlingTools.deciding': {
       const proposed = context.calls.filter((call) => call.status === 'proposed');
+      // Live, every decision shares the write of step.completed, in call order: nothing can
+      // come between them but a crash that cuts the write. Deciders (started only by a
+      // recovery) decide each call on its own, in any order, and can be stopped.
+      const batch = !Object.keys(snapshot.children).some((id) => id.startsWith('decide:'));
       // A withheld call settles at once, before any gated permission decision.
       const withheld = proposed.find((call) => call.callId === 'c_withheld');
       const decisions = withheld
         ? [settled(withheld.callId, 'withheld')]
-        : proposed.map((call) =>
+        : (batch ? proposed.slice(0, 1) : proposed).map((call) =>
             call.callId === 'c_ask'
               ? fact(
                   {
@@ -270,6 +274,7 @@ export function candidateFacts(snapshot: Snapshot): ModelFact[] {
                   'auto',
                 ),
           );
+      if (batch) return [...decisions, ...(once ? [recover] : [])];
       return [...decisions, ...interventions(false)];
     }
     case 'awaitingPermission': {

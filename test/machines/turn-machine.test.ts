@@ -3,8 +3,8 @@ import { createActor, fromCallback } from 'xstate';
 import type { Fact, FactDraft, FactOf, RunLimits, ToolCallRecord } from '../../events/facts.ts';
 import { stateToString } from '../../machines/state-path.ts';
 import { inputFromRunStarted } from '../../machines/turn-context.ts';
-import { turnMachine } from '../../machines/turn-machine.ts';
 import { factBuilder, runStartedDraft } from '../helpers/fact-builder.ts';
+import { providedMachine } from '../helpers/provided-machine.ts';
 
 /** Drives the machine with inert actors that only record how they were started. */
 function drive(limits: Partial<RunLimits> = {}) {
@@ -13,15 +13,7 @@ function drive(limits: Partial<RunLimits> = {}) {
     fromCallback(({ input }: { input: unknown }) => {
       started.push({ src, input });
     });
-  const machine = turnMachine.provide({
-    actors: {
-      prepareStep: record('prepareStep'),
-      providerStep: record('providerStep'),
-      retryTimer: record('retryTimer'),
-      summarize: record('summarize'),
-      settleTool: record('settleTool'),
-    } as never,
-  });
+  const machine = providedMachine(record);
   const fact = factBuilder();
   const runStarted = fact(runStartedDraft('hello', limits)) as FactOf<'run.started'>;
   const actor = createActor(machine, { input: inputFromRunStarted(runStarted) }).start();
@@ -134,16 +126,64 @@ describe('turnMachine', () => {
     expect(run.actor.getSnapshot().output).toEqual({ status: 'completed', reason: 'end_turn' });
   });
 
+  it.each([
+    ['stop', 'end_turn', { status: 'completed', reason: 'end_turn' }],
+    ['tool-calls', 'tool_use', { status: 'completed', reason: 'end_turn' }],
+    ['length', 'max_tokens', { status: 'failed', reason: 'max_output_tokens' }],
+    ['content-filter', 'refusal', { status: 'failed', reason: 'content_filter' }],
+    [
+      'other',
+      undefined,
+      {
+        status: 'failed',
+        reason: 'provider_error',
+        error: {
+          message:
+            'The model\'s last step finished with reason "other", which does not say the answer is complete.',
+        },
+      },
+    ],
+    [
+      'unknown',
+      'pause',
+      {
+        status: 'failed',
+        reason: 'provider_error',
+        error: {
+          message:
+            'The model\'s last step finished with reason "unknown" (provider reason "pause"), which does not say the answer is complete.',
+        },
+      },
+    ],
+    [
+      'interrupted',
+      undefined,
+      {
+        status: 'failed',
+        reason: 'provider_error',
+        error: {
+          message:
+            'The model\'s last step finished with reason "interrupted", which does not say the answer is complete.',
+        },
+      },
+    ],
+  ] as const)(
+    'ends a final step that finished %s (raw %s) as %o: only a clean finish completes',
+    (unified, raw, outcome) => {
+      const run = drive();
+      run.send(stepStarted());
+      const completed = { ...stepCompleted(), finishReason: { unified, raw } } as FactDraft;
+      expect(run.send(completed)).toBe('terminal');
+      expect(run.actor.getSnapshot().output).toEqual(outcome);
+    },
+  );
+
   it('settles a two-tool step where one tool fails, then projects the next request', () => {
     const run = drive();
     run.send(stepStarted());
     expect(run.send(stepCompleted([call('c1'), call('c2')]))).toBe('settlingTools.deciding');
-    expect(
-      run.started.filter((actor) => actor.src === 'settleTool').map((actor) => actor.input),
-    ).toEqual([
-      { phase: 'decide', sessionId: 'session_1', runId: 'run_1', stepId: 'step_1', callId: 'c1' },
-      { phase: 'decide', sessionId: 'session_1', runId: 'run_1', stepId: 'step_1', callId: 'c2' },
-    ]);
+    // The decisions come in the write of step.completed: no decider is started for them.
+    expect(run.started.filter((actor) => actor.src === 'settleTool')).toEqual([]);
     expect(run.send(allow('c1'))).toBe('settlingTools.deciding');
     expect(run.send(allow('c2'))).toBe('settlingTools.running');
     const runners = run.started.filter(
@@ -502,6 +542,26 @@ describe('turnMachine', () => {
         status: 'aborted',
         reason: 'stop_requested',
       });
+    });
+
+    it('a write cut after step.completed: recovery decides the calls the log has no decision for', () => {
+      const run = drive();
+      run.send(stepStarted());
+      run.send(stepCompleted([call('c1'), call('c2')]));
+      run.send(allow('c1'));
+      expect(
+        run.send({
+          type: 'run.recovered',
+          interrupted: 'settlingTools.deciding',
+          indeterminate: [],
+        }),
+      ).toBe('settlingTools.deciding');
+      expect(
+        run.started.filter((actor) => actor.src === 'settleTool').map((actor) => actor.input),
+      ).toEqual([
+        { phase: 'decide', sessionId: 'session_1', runId: 'run_1', stepId: 'step_1', callId: 'c2' },
+      ]);
+      expect(run.send(allow('c2'))).toBe('settlingTools.running');
     });
 
     it('a started, unsettled call becomes indeterminate and waits for report-unknown', () => {

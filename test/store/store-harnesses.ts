@@ -6,6 +6,7 @@ import type { EventStore } from '../../store/event-store.ts';
 import type { ListenerErrorHandler } from '../../store/fact-listeners.ts';
 import { lowdbStore } from '../../store/lowdb-store.ts';
 import { memoryStore } from '../../store/memory-store.ts';
+import { testSchema } from '../helpers/postgres.ts';
 
 /** The options a contract test may open a store with. */
 export interface StoreOptions {
@@ -26,7 +27,7 @@ export async function readEverything(store: EventStore): Promise<Fact[]> {
   return all.flat();
 }
 
-/** Both stores, for `describe.each`: the EventStore contract suite runs against each. */
+/** Every store, for `describe.each`: the EventStore contract suite runs against each. */
 export const storeHarnesses: { name: string; create: () => Promise<Harness> }[] = [
   {
     name: 'memoryStore',
@@ -52,6 +53,21 @@ export const storeHarnesses: { name: string; create: () => Promise<Harness> }[] 
           return lowdbStore({ dir, segmentSize: 3 });
         },
         cleanup: () => rm(dir, { recursive: true, force: true }),
+      };
+    },
+  },
+  {
+    name: 'postgresStore',
+    create: async () => {
+      // A schema per test; a reopen is a new store (a new pool) on the same schema.
+      const database = testSchema('contract');
+      return {
+        open: (options) => database.open(options),
+        reopen: async (store) => {
+          await store.close();
+          return database.open();
+        },
+        cleanup: () => database.drop(),
       };
     },
   },

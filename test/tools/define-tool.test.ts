@@ -1,5 +1,6 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
+import { z as z3 } from 'zod/v3';
 import { defineTool, toModelToolDefinitions } from '../../tools/define-tool.ts';
 import type { StandardSchemaV1, Tool } from '../../tools/tool.ts';
 import { ToolDefinitionError, ToolSchemaConversionError } from '../../tools/tool-errors.ts';
@@ -199,6 +200,19 @@ describe('toModelToolDefinitions', () => {
     });
     expect(() => toModelToolDefinitions({ opaque: tool })).toThrow(
       'The input schema of tool "opaque" cannot be converted to JSON Schema (its schema library ("opaque") does not implement Standard JSON Schema)',
+    );
+  });
+
+  it('refuses a zod 3 schema at defineTool, saying to use zod 4', () => {
+    const define = () =>
+      defineTool({
+        description: 'Old',
+        inputSchema: z3.object({ city: z3.string() }),
+        execute: () => 'ok',
+      });
+    expect(define).toThrow(ToolDefinitionError);
+    expect(define).toThrow(
+      "defineTool: the tool has a zod 3 schema (zod 3, or zod 4's \"zod/v3\"), which turnlog cannot turn into the JSON Schema the model needs; use zod 4: import { z } from 'zod' with zod ^4.1.8",
     );
   });
 

@@ -1,13 +1,14 @@
+import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import type { Fact, FactDraft, ToolOutcome } from '../../events/facts.ts';
 import { hashJson } from '../../events/json.ts';
 import { defineTool } from '../../tools/define-tool.ts';
-import { isRepeatedFailure } from '../../tools/loop-gate.ts';
+import { createLoopGate } from '../../tools/loop-gate.ts';
 import type { StandardSchemaV1 } from '../../tools/tool.ts';
 import { createToolRuntime } from '../../tools/tool-runtime.ts';
 import { factBuilder } from '../helpers/fact-builder.ts';
-import { createToolLog, decisionOf, provenCall } from './helpers/tool-log.ts';
+import { createToolLog, decideCall, decisionOf, provenCall } from './helpers/tool-log.ts';
 
 /** Facts of one step whose single call of `name` started with `input` and settled `outcome`. */
 function stepFacts(
@@ -59,6 +60,11 @@ function stepFacts(
   );
   return facts;
 }
+
+/** A fresh gate's answer: it reads `facts` from the start. */
+const isRepeatedFailure = (
+  question: Parameters<ReturnType<typeof createLoopGate>['isRepeatedFailure']>[0],
+) => createLoopGate().isRepeatedFailure(question);
 
 describe('isRepeatedFailure', () => {
   const input = { command: 'make' };
@@ -119,6 +125,58 @@ describe('isRepeatedFailure', () => {
   });
 });
 
+describe('a loop gate reading a log as it grows', () => {
+  const plannedStep = fc.record({
+    name: fc.constantFrom('make', 'test'),
+    input: fc.constantFrom({ target: 'all' }, { target: 'clean' }),
+    outcome: fc.constantFrom<ToolOutcome>('success', 'error', 'invalid', 'denied', 'cancelled'),
+  });
+
+  it('answers at every prefix what a gate reading that prefix at once answers', () => {
+    fc.assert(
+      fc.property(fc.array(plannedStep, { maxLength: 12 }), (steps) => {
+        const build = factBuilder();
+        const grown: Fact[] = [];
+        const gate = createLoopGate();
+        steps.forEach((step, index) => {
+          grown.push(...stepFacts(build, `step_${index}`, step.name, step.input, step.outcome));
+          for (const name of ['make', 'test']) {
+            for (const candidate of [{ target: 'all' }, { target: 'clean' }]) {
+              const question = { runId: 'run_1', name, inputHash: hashJson(candidate) };
+              expect(gate.isRepeatedFailure({ facts: grown, ...question })).toBe(
+                isRepeatedFailure({ facts: [...grown], ...question }),
+              );
+            }
+          }
+        });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('reads a different array of the same length from the start', () => {
+    const input = { command: 'make' };
+    const inputHash = hashJson(input);
+    const failing = factBuilder();
+    const passing = factBuilder();
+    const failed = [
+      ...stepFacts(failing, 'step_1', 'run', input, 'error'),
+      ...stepFacts(failing, 'step_2', 'run', input, 'error'),
+    ];
+    const passed = [
+      ...stepFacts(passing, 'step_1', 'run', input, 'success'),
+      ...stepFacts(passing, 'step_2', 'run', input, 'success'),
+    ];
+    const gate = createLoopGate();
+    const question = { runId: 'run_1', name: 'run', inputHash };
+    expect(gate.isRepeatedFailure({ facts: failed, ...question })).toBe(true);
+    expect(gate.isRepeatedFailure({ facts: passed, ...question })).toBe(false);
+    // The same array, rewritten in place after it was read: read again from the start.
+    failed.splice(0, failed.length, ...passed);
+    expect(gate.isRepeatedFailure({ facts: failed, ...question })).toBe(false);
+  });
+});
+
 describe('the loop gate in the tool runtime', () => {
   it('refuses a third identical failing call without running it', async () => {
     const execute = vi.fn(() => {
@@ -134,7 +192,7 @@ describe('the loop gate in the tool runtime', () => {
     for (const stepId of ['step_1', 'step_2', 'step_3']) {
       const call = provenCall('make', { target: 'all' });
       await log.completeStep(stepId, [call]);
-      await runtime.decide(call, log.context(stepId));
+      await decideCall(runtime, call, log.context(stepId));
       const decision = decisionOf(
         log.facts().filter((fact) => fact.id.startsWith(stepId)),
         'call_1',
@@ -168,7 +226,7 @@ describe('the loop gate in the tool runtime', () => {
       const stepId = `step_${index + 1}`;
       const call = provenCall('make', { target });
       await log.completeStep(stepId, [call]);
-      await runtime.decide(call, log.context(stepId));
+      await decideCall(runtime, call, log.context(stepId));
       const decision = decisionOf(
         log.facts().filter((fact) => fact.id.startsWith(`${stepId}:`)),
         'call_1',
@@ -212,7 +270,7 @@ describe('the loop gate in the tool runtime', () => {
       if (stepId === 'step_3') accepting = true;
       const call = provenCall('flaky', { path: 'a.md' });
       await log.completeStep(stepId, [call]);
-      await runtime.decide(call, log.context(stepId));
+      await decideCall(runtime, call, log.context(stepId));
     }
     expect(log.ofType('tool.settled').map((fact) => fact.outcome)).toEqual([
       'invalid',

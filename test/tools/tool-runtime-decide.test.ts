@@ -4,7 +4,7 @@ import { hashJson } from '../../events/json.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import type { PermissionPolicy } from '../../tools/tool.ts';
 import { createToolRuntime } from '../../tools/tool-runtime.ts';
-import { createToolLog, decisionOf, provenCall } from './helpers/tool-log.ts';
+import { createToolLog, decideCall, decisionOf, provenCall } from './helpers/tool-log.ts';
 
 function countingTool(permission: 'allow' | 'ask' | 'deny' = 'allow') {
   const execute = vi.fn(async ({ path }: { path: string }) => `read ${path}`);
@@ -29,7 +29,7 @@ describe('toolRuntime.decide', () => {
       proof: null,
       withheld: 'This call was not run: its arguments were cut off (finish reason length).',
     };
-    await runtime.decide(call, await log.completeStep('step_1', [call]));
+    await decideCall(runtime, call, await log.completeStep('step_1', [call]));
     expect(log.facts().slice(1)).toMatchObject([
       {
         id: 'step_1:call_1:settled',
@@ -50,7 +50,7 @@ describe('toolRuntime.decide', () => {
     const runtime = createToolRuntime({ tools: { read: tool, write: tool } });
     const log = createToolLog();
     const call = provenCall('delete', { path: 'a.md' });
-    await runtime.decide(call, await log.completeStep('step_1', [call]));
+    await decideCall(runtime, call, await log.completeStep('step_1', [call]));
     expect(log.ofType('tool.settled')).toMatchObject([
       {
         outcome: 'invalid',
@@ -64,7 +64,7 @@ describe('toolRuntime.decide', () => {
     const runtime = createToolRuntime({ tools: { read: tool } });
     const log = createToolLog();
     const call = provenCall('toString', {});
-    await runtime.decide(call, await log.completeStep('step_1', [call]));
+    await decideCall(runtime, call, await log.completeStep('step_1', [call]));
     expect(log.ofType('tool.settled')[0]?.outcome).toBe('invalid');
   });
 
@@ -73,7 +73,7 @@ describe('toolRuntime.decide', () => {
     const runtime = createToolRuntime({ tools: { read: tool } });
     const log = createToolLog();
     const call = provenCall('read', { limit: -3, token: 'sk-secret-value-1234' });
-    await runtime.decide(call, await log.completeStep('step_1', [call]));
+    await decideCall(runtime, call, await log.completeStep('step_1', [call]));
     const [settled] = log.ofType('tool.settled');
     expect(settled?.outcome).toBe('invalid');
     expect(settled?.text).toBe(
@@ -102,7 +102,7 @@ describe('toolRuntime.decide', () => {
     const runtime = createToolRuntime({ tools: { strict: tool } });
     const log = createToolLog();
     const call = provenCall('strict', { key: 'sk-very-secret-key' });
-    await runtime.decide(call, await log.completeStep('step_1', [call]));
+    await decideCall(runtime, call, await log.completeStep('step_1', [call]));
     expect(log.ofType('tool.settled')[0]?.text).toBe(
       'Invalid input for tool "strict"; the call was not run. Fix these fields and call it again:\n- key: key [value] must start with "ok"',
     );
@@ -119,7 +119,7 @@ describe('toolRuntime.decide', () => {
     const runtime = createToolRuntime({ tools: { boom: tool } });
     const log = createToolLog();
     const call = provenCall('boom', { n: 1 });
-    await runtime.decide(call, await log.completeStep('step_1', [call]));
+    await decideCall(runtime, call, await log.completeStep('step_1', [call]));
     expect(log.ofType('tool.settled')).toMatchObject([
       {
         outcome: 'error',
@@ -133,7 +133,7 @@ describe('toolRuntime.decide', () => {
     const runtime = createToolRuntime({ tools: { read: tool } });
     const log = createToolLog();
     const call = provenCall('read', { path: 'a.md' });
-    await runtime.decide(call, await log.completeStep('step_1', [call]));
+    await decideCall(runtime, call, await log.completeStep('step_1', [call]));
     expect(log.facts().slice(1)).toMatchObject([
       {
         id: 'step_1:call_1:decided',
@@ -157,7 +157,7 @@ describe('toolRuntime.decide', () => {
     const runtime = createToolRuntime({ tools: { write: tool } });
     const log = createToolLog();
     const call = provenCall('write', { path: 'a.md' });
-    await runtime.decide(call, await log.completeStep('step_1', [call]));
+    await decideCall(runtime, call, await log.completeStep('step_1', [call]));
     expect(log.facts().slice(1)).toMatchObject([
       {
         id: 'step_1:call_1:requested',
@@ -182,7 +182,7 @@ describe('toolRuntime.decide', () => {
     const runtime = createToolRuntime({ tools: { read: tool }, policy });
     const log = createToolLog();
     const call = provenCall('read', { path: 'a.md' });
-    await runtime.decide(call, await log.completeStep('step_1', [call]));
+    await decideCall(runtime, call, await log.completeStep('step_1', [call]));
     expect(seen).toEqual([
       {
         name: 'read',
@@ -208,7 +208,7 @@ describe('toolRuntime.decide', () => {
     const runtime = createToolRuntime({ tools: { read: tool }, policy });
     const log = createToolLog();
     const call = provenCall('read', { path: 'secrets.env' });
-    await runtime.decide(call, await log.completeStep('step_1', [call]));
+    await decideCall(runtime, call, await log.completeStep('step_1', [call]));
     expect(log.ofType('tool.permission.requested')).toMatchObject([
       {
         input: { path: 'secrets.env', limit: 10 },
@@ -222,7 +222,7 @@ describe('toolRuntime.decide', () => {
     const runtime = createToolRuntime({ tools: { read: tool }, policy: () => undefined });
     const log = createToolLog();
     const call = provenCall('read', { path: 'a.md' });
-    await runtime.decide(call, await log.completeStep('step_1', [call]));
+    await decideCall(runtime, call, await log.completeStep('step_1', [call]));
     expect(log.ofType('tool.permission.requested')).toHaveLength(1);
   });
 
@@ -245,7 +245,7 @@ describe('toolRuntime.decide', () => {
     const log = createToolLog();
     const calls = [provenCall('throwing', {}, 'call_1'), provenCall('nonsense', {}, 'call_2')];
     const context = await log.completeStep('step_1', calls);
-    await Promise.all(calls.map((call) => runtime.decide(call, context)));
+    await Promise.all(calls.map((call) => decideCall(runtime, call, context)));
     const texts = Object.fromEntries(log.ofType('tool.settled').map((fact) => [fact.callId, fact]));
     expect(texts.call_1).toMatchObject({
       outcome: 'error',
@@ -257,19 +257,23 @@ describe('toolRuntime.decide', () => {
     });
   });
 
-  it('propagates a failing commit (store failure)', async () => {
+  it('returns the decision without committing anything (the step commits it)', async () => {
     const { tool } = countingTool();
     const runtime = createToolRuntime({ tools: { read: tool } });
     const log = createToolLog();
     const call = provenCall('read', { path: 'a.md' });
     const context = await log.completeStep('step_1', [call]);
-    const failing = {
-      ...context,
-      commit: async () => {
-        throw new Error('disk full');
-      },
-    };
-    await expect(runtime.decide(call, failing)).rejects.toThrow('disk full');
+    const commit = vi.fn(context.commit);
+    expect(await runtime.decide(call, { ...context, commit })).toStrictEqual({
+      type: 'tool.permission.decided',
+      id: 'step_1:call_1:decided',
+      callId: 'call_1',
+      decision: 'allow',
+      inputHash: hashJson({ path: 'a.md', limit: 10 }),
+      by: 'policy',
+    });
+    expect(commit).toHaveBeenCalledTimes(0);
+    expect(log.facts().map((fact) => fact.type)).toEqual(['step.completed']);
   });
 
   it('deciding the same call twice commits one decision', async () => {
@@ -278,7 +282,7 @@ describe('toolRuntime.decide', () => {
     const log = createToolLog();
     const call = provenCall('read', { path: 'a.md' });
     const context = await log.completeStep('step_1', [call]);
-    await Promise.all([runtime.decide(call, context), runtime.decide(call, context)]);
+    await Promise.all([decideCall(runtime, call, context), decideCall(runtime, call, context)]);
     expect(log.ofType('tool.permission.decided')).toHaveLength(1);
   });
 });

@@ -5,7 +5,7 @@ import type { FactOf, RunLimits } from '../../../events/facts.ts';
 import type { JsonValue } from '../../../events/json.ts';
 import type { ToolSet } from '../../../tools/tool.ts';
 import { createToolRuntime } from '../../../tools/tool-runtime.ts';
-import { createToolLog, decisionOf, provenCall } from './tool-log.ts';
+import { createToolLog, decideCall, decisionOf, provenCall } from './tool-log.ts';
 
 /**
  * Settles one proven call of `name` through the real tool runtime, answering a permission
@@ -21,7 +21,7 @@ export async function callTool(
   const log = createToolLog({ limits });
   const call = provenCall(name, input);
   await log.completeStep('step_1', [call]);
-  await runtime.decide(call, log.context('step_1'));
+  await decideCall(runtime, call, log.context('step_1'));
   const [requested] = log.ofType('tool.permission.requested');
   const decision =
     requested === undefined

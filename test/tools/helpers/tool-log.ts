@@ -127,6 +127,15 @@ export function deferred<TValue = void>() {
   return { promise, resolve };
 }
 
+/** Decides a call and commits its decision, as the step's actor does (with `step.completed`). */
+export async function decideCall(
+  runtime: ToolRuntime,
+  call: ToolCallRecord,
+  context: SettleContext,
+): Promise<boolean> {
+  return context.commit(await runtime.decide(call, context));
+}
+
 /** Decides a call, then runs it with the decision the log holds (as the turn machine does). */
 export async function settleCall(
   runtime: ToolRuntime,
@@ -134,7 +143,7 @@ export async function settleCall(
   stepId: string,
   call: ToolCallRecord,
 ): Promise<void> {
-  await runtime.decide(call, log.context(stepId));
+  await decideCall(runtime, call, log.context(stepId));
   const decision = decisionOf(log.facts(), call.callId);
   if (decision === undefined) return;
   await runtime.run(call, decision, log.context(stepId));

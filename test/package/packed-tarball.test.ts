@@ -1,0 +1,275 @@
+import { execFile } from 'node:child_process';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * The package as a user installs it: build, `npm pack`, install the tarball into a fresh app
+ * offline, typecheck a strict consumer file against the installed types, and run it. No network:
+ * the app's `node_modules` is seeded with turnlog's dependencies and peers as the project's
+ * lockfile resolves them (copied from the project's own install), and `npm install --offline`
+ * then adds the tarball and checks the tree.
+ */
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('../..', import.meta.url));
+interface LockedPackage {
+  version: string;
+  dependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+}
+const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as {
+  packages: Record<string, LockedPackage>;
+};
+const locked = (name: string) => lock.packages[`node_modules/${name}`]?.version ?? 'missing';
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  name: string;
+  version: string;
+  dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+};
+
+let work: string;
+let app: string;
+let installed: string;
+
+const consumer = `import {
+  createRuntime,
+  defineTool,
+  memoryStore,
+  type Reason,
+  scriptedModel,
+  type TurnResult,
+} from 'turnlog';
+import { z } from 'zod';
+
+const add = defineTool({
+  description: 'Adds two numbers.',
+  inputSchema: z.object({ a: z.number(), b: z.number() }),
+  execute: ({ a, b }) => a + b,
+});
+const runtime = createRuntime({
+  model: scriptedModel([
+    { toolCalls: [{ name: 'add', input: { a: 2, b: 3 } }] },
+    { text: '2 + 3 = 5.' },
+  ]),
+  tools: { add },
+  store: memoryStore(),
+  // The policy's input is the tool's validated input: no cast.
+  policy: ({ name, input }) => (name === 'add' && input.a < 0 ? 'deny' : undefined),
+});
+const turn = await runtime.send({ sessionId: 's1', text: 'What is 2 + 3?' });
+const result: TurnResult = await turn.done;
+const reason: Reason = result.reason;
+const facts = await runtime.facts('s1');
+console.log(JSON.stringify({ status: result.status, reason, text: result.text, facts: facts.map((fact) => fact.type) }));
+await runtime.close();
+`;
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'turnlog-package-'));
+  const staging = join(work, 'turnlog');
+  mkdirSync(staging);
+  for (const file of ['package.json', 'README.md', 'LICENSE']) {
+    cpSync(join(root, file), join(staging, file));
+  }
+  // Built into the staging copy, so the worktree's own dist/ is left alone.
+  await run(
+    process.execPath,
+    [
+      join(root, 'node_modules/typescript/bin/tsc'),
+      '-p',
+      join(root, 'tsconfig.build.json'),
+      '--outDir',
+      join(staging, 'dist'),
+    ],
+    { cwd: root },
+  );
+  const { stdout } = await run('npm', ['pack', '--silent', '--pack-destination', work], {
+    cwd: staging,
+  });
+  const tarball = join(work, stdout.trim().split('\n').at(-1) ?? '');
+
+  app = join(work, 'app');
+  mkdirSync(app);
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify({
+      name: 'consumer',
+      private: true,
+      type: 'module',
+      dependencies: {
+        turnlog: `file:${tarball}`,
+        ai: locked('ai'),
+        zod: locked('zod'),
+        '@ai-sdk/provider': locked('@ai-sdk/provider'),
+      },
+    }),
+  );
+  writeFileSync(
+    join(app, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'es2023',
+        lib: ['es2023', 'dom'],
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        strict: true,
+        noUncheckedIndexedAccess: true,
+        exactOptionalPropertyTypes: true,
+        allowImportingTsExtensions: true,
+        noEmit: true,
+        skipLibCheck: false,
+        types: [],
+      },
+      files: ['app.ts'],
+    }),
+  );
+  writeFileSync(join(app, 'app.ts'), consumer);
+  for (const path of lockfileClosure(['lowdb', 'xstate', 'ai', 'zod', '@ai-sdk/provider'])) {
+    cpSync(join(root, path), join(app, path), { recursive: true });
+  }
+  await run(
+    'npm',
+    ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'],
+    {
+      cwd: app,
+    },
+  );
+  installed = join(app, 'node_modules', 'turnlog');
+}, 240_000);
+
+afterAll(() => {
+  if (work !== undefined) rmSync(work, { recursive: true, force: true });
+});
+
+describe('the packed tarball in a fresh app', () => {
+  it('ships dist, the LICENSE and a manifest with peers, and nothing else', () => {
+    expect(readdirSync(installed).sort()).toEqual(['LICENSE', 'README.md', 'dist', 'package.json']);
+    const shipped = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
+    expect(shipped.dependencies).toEqual(manifest.dependencies);
+    expect(Object.keys(shipped.dependencies).sort()).toEqual(['lowdb', 'xstate']);
+    expect(shipped.peerDependencies).toMatchObject({
+      ai: expect.any(String),
+      zod: expect.any(String),
+    });
+    expect(readFileSync(join(installed, 'LICENSE'), 'utf8')).toMatch(
+      /^MIT License\n\nCopyright \(c\) \d{4} turnlog contributors\n/,
+    );
+  });
+
+  it("typechecks a strict consumer file, and turnlog's own declarations, against the installed types", async () => {
+    const tsc = join(root, 'node_modules/typescript/bin/tsc');
+    const result = await run(process.execPath, [tsc, '-p', app], { cwd: app }).catch(
+      (error: { stdout: string }) => ({ stdout: error.stdout }),
+    );
+    // skipLibCheck is off, so turnlog's .d.ts files are checked too; other packages'
+    // declarations (xstate's, @ai-sdk/provider's) have errors of their own under this config.
+    const errors = result.stdout.split('\n').filter((line) => /: error TS\d+:/.test(line));
+    const ours = errors.filter(
+      (line) => !line.startsWith('node_modules/') || line.startsWith('node_modules/turnlog/'),
+    );
+    expect(ours).toEqual([]);
+    // The check ran over the dependencies' declarations too (so over turnlog's).
+    expect(errors.some((line) => line.startsWith('node_modules/xstate/'))).toBe(true);
+  }, 120_000);
+
+  it('runs the consumer: a tool turn completes', async () => {
+    const { stdout } = await run(process.execPath, ['app.ts'], { cwd: app });
+    expect(JSON.parse(stdout)).toEqual({
+      status: 'completed',
+      reason: 'end_turn',
+      text: '2 + 3 = 5.',
+      facts: [
+        'run.started',
+        'step.started',
+        'step.completed',
+        'tool.permission.decided',
+        'tool.started',
+        'tool.settled',
+        'step.started',
+        'step.completed',
+        'run.ended',
+      ],
+    });
+  });
+
+  it('fails require() with a message saying turnlog is ESM-only and how to import it', async () => {
+    const failure = await run(process.execPath, ['-e', "require('turnlog')"], { cwd: app }).then(
+      () => undefined,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(failure?.code).toBe(1);
+    expect(failure?.stderr).toContain(
+      'turnlog is ESM-only and cannot be loaded with require(). Import it from an ES module (a .mjs file, or "type": "module" in package.json): import { createRuntime } from \'turnlog\'; or, from CommonJS: const { createRuntime } = await import(\'turnlog\');',
+    );
+  });
+
+  it('has source maps that resolve: every map embeds the sources it names', () => {
+    const maps = listFiles(join(installed, 'dist')).filter((file) => file.endsWith('.js.map'));
+    expect(maps.length).toBeGreaterThan(40);
+    for (const map of maps) {
+      const parsed = JSON.parse(readFileSync(map, 'utf8')) as {
+        sources: string[];
+        sourcesContent?: (string | null)[];
+      };
+      expect(parsed.sources.length, map).toBeGreaterThan(0);
+      expect(parsed.sourcesContent?.length, map).toBe(parsed.sources.length);
+      expect(
+        parsed.sourcesContent?.every(
+          (content) => typeof content === 'string' && content.length > 0,
+        ),
+        map,
+      ).toBe(true);
+    }
+  });
+});
+
+/**
+ * The top-level `node_modules/…` paths of `names` and everything they need (dependencies and
+ * required peers), resolved through the lockfile as Node would; a nested package travels with
+ * the package folder that holds it.
+ */
+function lockfileClosure(names: string[]): string[] {
+  const resolve = (from: string, name: string): string | undefined => {
+    for (let base = from; ; ) {
+      const path = `${base === '' ? '' : `${base}/`}node_modules/${name}`;
+      if (lock.packages[path] !== undefined) return path;
+      if (base === '') return undefined;
+      const nested = base.lastIndexOf('/node_modules/');
+      base = nested === -1 ? '' : base.slice(0, nested);
+    }
+  };
+  const seen = new Set<string>();
+  const queue = names.map((name) => resolve('', name));
+  for (let path = queue.shift(); queue.length > 0 || path !== undefined; path = queue.shift()) {
+    if (path === undefined || seen.has(path)) continue;
+    seen.add(path);
+    const entry = lock.packages[path] as LockedPackage;
+    const peers = Object.keys(entry.peerDependencies ?? {}).filter(
+      (name) => entry.peerDependenciesMeta?.[name]?.optional !== true,
+    );
+    for (const name of [...Object.keys(entry.dependencies ?? {}), ...peers]) {
+      queue.push(resolve(path, name));
+    }
+  }
+  return [...seen].filter((path) => path.lastIndexOf('node_modules/') === 0);
+}
+
+function listFiles(folder: string): string[] {
+  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? listFiles(join(folder, entry.name)) : [join(folder, entry.name)],
+  );
+}
