@@ -23,7 +23,7 @@ type Def = {
  * finite numbers, booleans, literals, enums, optional, nullable, arrays, string-keyed records,
  * unions, custom checks and non-strict objects. A store checks every fact of a session it reads;
  * `safeParse` builds a copy of each, and its allocations made a cold read of 10,000 facts about
- * 1.5 times as long; this adds about a tenth (bench/RESULTS.md). A schema with anything else —
+ * 1.5 times as long; this adds 10–30 ms per 10,000 facts (bench/RESULTS.md). Anything else —
  * refinements (`min`, `int`), a strict object, a transform — throws here, when the check is
  * made, so the two can never disagree silently; `safeParse` still explains a failure.
  *

@@ -13,8 +13,7 @@ import type { JsonValue } from './json.ts';
  * - `readSchemas` (what a store reads back): every field present with its type, so no projection
  *   meets a missing or mistyped field later; unknown keys and ranges are not checked again. A
  *   cold read checks every fact of a session, through these schemas compiled to plain
- *   predicates (compile-check.ts): about a tenth more CPU than the read without them
- *   (bench/RESULTS.md).
+ *   predicates (compile-check.ts): 10–30 ms of CPU per 10,000 facts (bench/RESULTS.md).
  *
  * Old logs must keep reading: a field added over time is optional, a field that was always
  * written is required, and a meaning never changes in place (a new fact type or a new optional
