@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, fromCallback } from 'xstate';
 import type { Fact, FactDraft, FactOf } from '../../events/facts.ts';
-import { heldTransition } from '../../machines/pure-transition.ts';
-import { stateToString } from '../../machines/state-path.ts';
-import { inputFromRunStarted } from '../../machines/turn-context.ts';
+import { heldTransition } from '../../machines/pure/pure-transition.ts';
+import { stateToString } from '../../machines/pure/state-path.ts';
+import { inputFromRunStarted } from '../../machines/pure/turn-context.ts';
 import { factBuilder, runStartedDraft } from '../helpers/fact-builder.ts';
 import { providedMachine } from '../helpers/provided-machine.ts';
 

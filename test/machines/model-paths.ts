@@ -1,8 +1,8 @@
 import { getAdjacencyMap } from '@xstate/graph';
 import type { Fact, FactDraft, RunLimits, ToolCallRecord } from '../../events/facts.ts';
-import { stateToString } from '../../machines/state-path.ts';
-import type { TurnContext } from '../../machines/turn-context.ts';
-import { turnMachine } from '../../machines/turn-machine.ts';
+import { stateToString } from '../../machines/pure/state-path.ts';
+import type { TurnContext } from '../../machines/pure/turn-context.ts';
+import { turnMachine } from '../../machines/pure/turn-machine.ts';
 
 /**
  * The abstract model the model-based test explores: for each machine state, the facts the live

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import type { Fact, FactOf } from '../../events/facts.ts';
-import { foldRun, ReplayDivergenceError } from '../../machines/rehydrate.ts';
-import { stateToString } from '../../machines/state-path.ts';
-import { inputFromRunStarted } from '../../machines/turn-context.ts';
-import { turnMachine } from '../../machines/turn-machine.ts';
+import { foldRun, ReplayDivergenceError } from '../../machines/pure/rehydrate.ts';
+import { stateToString } from '../../machines/pure/state-path.ts';
+import { inputFromRunStarted } from '../../machines/pure/turn-context.ts';
+import { turnMachine } from '../../machines/pure/turn-machine.ts';
 import { sampleLogs } from '../helpers/sample-logs.ts';
 
 const runIds = (facts: Fact[]) => [...new Set(facts.map((fact) => fact.runId))];

@@ -1,4 +1,4 @@
-import type { Fact } from '../events/facts.ts';
+import type { Fact } from '../../events/facts.ts';
 import {
   acceptsUserDecision,
   callHasStatus,

@@ -1,5 +1,14 @@
-import { and, assign, enqueueActions, fromCallback, not, setup } from 'xstate';
-import type { Fact, FactOf } from '../events/facts.ts';
+import {
+  type Actor,
+  and,
+  assign,
+  enqueueActions,
+  fromCallback,
+  not,
+  type SnapshotFrom,
+  setup,
+} from 'xstate';
+import type { Fact, FactOf } from '../../events/facts.ts';
 import type {
   PrepareStepInput,
   ProviderStepInput,
@@ -391,3 +400,10 @@ export const turnMachine = setup({
     },
   },
 });
+
+/** The turn machine's type: this version, or another one with the same events (upgrade tests). */
+export type TurnMachine = typeof turnMachine;
+/** A live turn machine actor. */
+export type TurnActor = Actor<TurnMachine>;
+/** A turn machine snapshot (live or folded from the log). */
+export type TurnSnapshot = SnapshotFrom<TurnMachine>;

@@ -1,14 +1,15 @@
 import type { InspectionEvent, Observer } from 'xstate';
-import type { ModelAdapter } from '../adapters/model-adapter.ts';
-import type { Fact, RunLimits } from '../events/facts.ts';
-import type { IdGenerator } from '../events/ids.ts';
-import { createHistoryProjection } from '../events/project-history.ts';
-import { DamagedSessionError } from '../runtime-errors.ts';
-import type { EventStore, StoreFinding } from '../store/event-store.ts';
-import type { ToolSetSource } from '../tools/tool-set-source.ts';
+import type { ModelAdapter } from '../../adapters/model-adapter.ts';
+import type { Fact, RunLimits } from '../../events/facts.ts';
+import type { IdGenerator } from '../../events/ids.ts';
+import { createHistoryProjection } from '../../events/project-history.ts';
+import { DamagedSessionError } from '../../runtime-errors.ts';
+import type { EventStore, StoreFinding } from '../../store/event-store.ts';
+import type { ToolSetSource } from '../../tools/tool-set-source.ts';
+import type { TurnMachine } from '../pure/turn-machine.ts';
 import { loadRun } from './load-run.ts';
 import { liveTurnMachine } from './run-actors.ts';
-import { createRunDriver, type RunDriver, type TurnMachine } from './run-driver.ts';
+import { createRunDriver, type RunDriver } from './run-driver.ts';
 import type { RunServices } from './run-services.ts';
 import {
   createTurnChannel,

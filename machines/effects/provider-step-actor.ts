@@ -1,6 +1,6 @@
-import type { ModelStepEvent } from '../adapters/model-adapter.ts';
-import type { FactDraft, ToolCallRecord } from '../events/facts.ts';
-import type { ProviderStepInput } from './actor-inputs.ts';
+import type { ModelStepEvent } from '../../adapters/model-adapter.ts';
+import type { FactDraft, ToolCallRecord } from '../../events/facts.ts';
+import type { ProviderStepInput } from '../pure/actor-inputs.ts';
 import { buildRequest, preparedKey } from './prepare-step-actor.ts';
 import { limitRetryAfter } from './retry-timer-actor.ts';
 import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';

@@ -1,6 +1,6 @@
-import type { ToolCallRecord } from '../events/facts.ts';
-import type { SettleContext } from '../tools/tool.ts';
-import type { SettleToolInput } from './actor-inputs.ts';
+import type { ToolCallRecord } from '../../events/facts.ts';
+import type { SettleContext } from '../../tools/tool.ts';
+import type { SettleToolInput } from '../pure/actor-inputs.ts';
 import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
 
 /** The call record of `callId` in the completed step `stepId`, as the guard judged it. */

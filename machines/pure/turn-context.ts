@@ -6,7 +6,7 @@ import {
   type ProviderFailure,
   type RunLimits,
   type RunStatus,
-} from '../events/facts.ts';
+} from '../../events/facts.ts';
 
 /**
  * The turn machine's context and the pure functions that read and update it. Context stays

@@ -1,14 +1,12 @@
 import { fromCallback } from 'xstate';
-import type { ModelAdapter, ModelStepRequest } from '../adapters/model-adapter.ts';
-import type { CommitFact, Fact, FactDraft, RunLimits, TransientEvent } from '../events/facts.ts';
-import type { IdGenerator } from '../events/ids.ts';
-import type { RequestTool } from '../events/messages.ts';
-import type { HistoryProjection } from '../events/project-history.ts';
-import type { EventStore } from '../store/event-store.ts';
-import type { ToolRuntime } from '../tools/tool.ts';
-
-/** A request as `prepareStep` built it, waiting for `providerStep` to send it. */
-export type PreparedRequest = Omit<ModelStepRequest, 'abortSignal'>;
+import type { ModelAdapter } from '../../adapters/model-adapter.ts';
+import type { CommitFact, Fact, FactDraft, RunLimits, TransientEvent } from '../../events/facts.ts';
+import type { IdGenerator } from '../../events/ids.ts';
+import type { RequestTool } from '../../events/messages.ts';
+import type { HistoryProjection } from '../../events/project-history.ts';
+import type { EventStore } from '../../store/event-store.ts';
+import type { ToolRuntime } from '../../tools/tool.ts';
+import type { PreparedRequest } from '../pure/actor-inputs.ts';
 
 /** What one run's actors need: the adapter, the tools, the log, and the run's commit. */
 export interface RunServices {

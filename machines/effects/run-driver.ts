@@ -1,22 +1,11 @@
-import {
-  type Actor,
-  createActor,
-  type InspectionEvent,
-  initialTransition,
-  type Observer,
-} from 'xstate';
-import type { Fact, FactDraft, FactOf, NewFact } from '../events/facts.ts';
-import type { IdGenerator } from '../events/ids.ts';
-import type { EventStore } from '../store/event-store.ts';
-import { type HeldTransition, heldTransition, pureTransition } from './pure-transition.ts';
-import { stateToString } from './state-path.ts';
-import type { TurnInput, TurnOutcome } from './turn-context.ts';
-import type { turnMachine } from './turn-machine.ts';
-
-/** The turn machine with the runtime's actors provided. */
-export type TurnMachine = typeof turnMachine;
-export type TurnActor = Actor<TurnMachine>;
-type TurnSnapshot = ReturnType<TurnActor['getSnapshot']>;
+import { createActor, type InspectionEvent, initialTransition, type Observer } from 'xstate';
+import type { Fact, FactDraft, FactOf, NewFact } from '../../events/facts.ts';
+import type { IdGenerator } from '../../events/ids.ts';
+import type { EventStore } from '../../store/event-store.ts';
+import { type HeldTransition, heldTransition, pureTransition } from '../pure/pure-transition.ts';
+import { stateToString } from '../pure/state-path.ts';
+import type { TurnInput, TurnOutcome } from '../pure/turn-context.ts';
+import type { TurnActor, TurnMachine, TurnSnapshot } from '../pure/turn-machine.ts';
 
 export interface RunDriverOptions {
   store: EventStore;
