@@ -95,7 +95,7 @@ export { ProjectionInputError } from './events/projection-input-error.ts';
 export { TurnlogError } from './events/turnlog-error.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/effects/turn-channel.ts';
 export { foldRun, ReplayDivergenceError } from './machines/pure/rehydrate.ts';
-export { stateToString } from './machines/pure/state-path.ts';
+export { statePath } from './machines/pure/state-path.ts';
 export type { Reason, TurnContext, TurnInput, TurnOutcome } from './machines/pure/turn-context.ts';
 export { turnMachine, turnMachineVersion } from './machines/pure/turn-machine.ts';
 export {

@@ -6,7 +6,7 @@ import {
   type TurnlogErrorOptions,
 } from '../../events/turnlog-error.ts';
 import { pureTransition } from './pure-transition.ts';
-import { stateToString } from './state-path.ts';
+import { statePath } from './state-path.ts';
 import { inputFromRunStarted, outcomeOf, type TurnContext } from './turn-context.ts';
 import { type TurnMachine, type TurnSnapshot, turnMachine } from './turn-machine.ts';
 
@@ -161,11 +161,11 @@ function fold(
 
 /** True when the fact records no state (written before `state` existed) or the one replayed. */
 function reaches(fact: Fact, snapshot: TurnSnapshot): boolean {
-  return fact.state === undefined || fact.state === stateToString(snapshot.value);
+  return fact.state === undefined || fact.state === statePath(snapshot.value);
 }
 
 function divergence(fact: Fact, snapshot: TurnSnapshot): ReplayDivergenceError {
-  const replayed = stateToString(snapshot.value);
+  const replayed = statePath(snapshot.value);
   const what =
     snapshot.status !== 'active' && fact.type !== 'run.ended'
       ? `comes after the run reached ${replayed} and ended`
