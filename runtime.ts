@@ -8,10 +8,10 @@ import { projectHistory } from './events/project-history.ts';
 import { type PendingDecision, projectTurn } from './events/project-turn.ts';
 import { TurnlogError } from './events/turnlog-error.ts';
 import { createLiveRuns, type RecoveredRun } from './machines/effects/live-runs.ts';
-import { unfinishedRun } from './machines/effects/load-run.ts';
 import { defaultMaxRetryAfterMs } from './machines/effects/retry-timer-actor.ts';
 import type { RunDriver } from './machines/effects/run-driver.ts';
 import type { TurnHandle } from './machines/effects/turn-channel.ts';
+import { unfinishedRun } from './machines/pure/resume-run.ts';
 import { checkMethodArgument, checkRuntimeOptions, checkSessionId } from './runtime-arguments.ts';
 import { NoActiveRunError, RuntimeClosedError, SessionBusyError } from './runtime-errors.ts';
 import type { EventStore } from './store/event-store.ts';
@@ -93,26 +93,6 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
   const store = options.store ?? lowdbStore({ dir: '.turnlog' });
   const limits = { ...defaultLimits, ...options.limits };
   const generateId = options.generateId ?? createIdGenerator({ now });
-  const locks = new Map<string, Promise<unknown>>();
-  let closed = false;
-
-  /** Serializes the public operations on one session. */
-  function withSession<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
-    if (closed) {
-      return Promise.reject(
-        new RuntimeClosedError({ message: 'This runtime is closed; create a new one.' }),
-      );
-    }
-    const previous = locks.get(sessionId) ?? Promise.resolve();
-    const result = previous.then(work, work);
-    const tail = result.catch(() => {});
-    locks.set(sessionId, tail);
-    tail.then(() => {
-      if (locks.get(sessionId) === tail) locks.delete(sessionId);
-    });
-    return result;
-  }
-
   const runs = createLiveRuns({
     store,
     adapter,
@@ -122,8 +102,10 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
     generateId,
     random: options.random ?? Math.random,
     inspect: options.inspect,
-    withSession,
+    closedError: () =>
+      new RuntimeClosedError({ message: 'This runtime is closed; create a new one.' }),
   });
+  const { withSession } = runs;
 
   /** The session's unfinished run, live or rebuilt from the log; `NoActiveRunError` if none. */
   async function activeRun(sessionId: string, operation: string) {
@@ -150,7 +132,7 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
   ): Promise<void> {
     if (await driver.commit(draft)) return;
     // A stop while the run is already stopping: the first one is in effect.
-    if (operation === 'stop' && driver.snapshot()?.status === 'active') return;
+    if (operation === 'stop' && driver.snapshot()?.hasTag('stopping')) return;
     throw new NoActiveRunError({
       message: `runtime.${operation}(): run ${driver.runId} of session ${sessionId} ended (or is stopping) before this ${operation} could be recorded; nothing was recorded. Start a new run with runtime.send().`,
       sessionId,
@@ -328,9 +310,7 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
      * `recover()` resumes them later (stop them first to end them).
      */
     async close(): Promise<void> {
-      if (closed) return;
-      closed = true;
-      await Promise.all([...locks.values()]);
+      if (runs.closed) return;
       await runs.close(
         new RuntimeClosedError({
           message:

@@ -6,11 +6,13 @@ import { createHistoryProjection } from '../../events/project-history.ts';
 import { DamagedSessionError } from '../../runtime-errors.ts';
 import type { EventStore, StoreFinding } from '../../store/event-store.ts';
 import type { ToolSetSource } from '../../tools/tool-set-source.ts';
+import { recoveredCallIds, recoveryFacts } from '../pure/resume-run.ts';
 import type { TurnMachine } from '../pure/turn-machine.ts';
 import { loadRun } from './load-run.ts';
-import { provideRunEffects } from './run-actors.ts';
+import { provideRunEffects, type RunLifecycle } from './run-actors.ts';
 import { createRunDriver, type RunDriver } from './run-driver.ts';
 import type { RunServices } from './run-services.ts';
+import { createSessionLocks } from './session-locks.ts';
 import {
   createTurnChannel,
   type TurnEvent,
@@ -70,29 +72,38 @@ export interface LiveRunsOptions {
   generateId: IdGenerator;
   random: () => number;
   inspect: ((event: InspectionEvent) => void) | Observer<InspectionEvent> | undefined;
-  /** Serializes work on one session with the runtime's public operations. */
-  withSession: <T>(sessionId: string, work: () => Promise<T>) => Promise<T>;
+  /** The error work on a session gets once the runtime is closed. */
+  closedError: () => Error;
   /** The turn machine, before its live actors are provided (default `turnMachine`; tests of upgrades pass another version). */
   machine?: TurnMachine;
 }
 
 /**
- * The runtime's live runs: at most one per session, each a run driver with its live actor and
- * the services its actors use. A run parked in `awaitingPermission` is dropped and rebuilt from
- * the log when something arrives for it; the runtime then keeps only the `done` resolvers of
- * its handle.
+ * The runtime's session registry: the per-session lock, and the live runs, at most one per
+ * session, each a run driver with its live actor and the services its actors use. A run whose
+ * state is tagged `parked` is dropped and rebuilt from the log when something arrives for it;
+ * the runtime then keeps only the `done` resolvers of its handle.
  */
 export function createLiveRuns(options: LiveRunsOptions) {
-  const { store, generateId, withSession } = options;
+  const { store, generateId } = options;
+  const locks = createSessionLocks(options.closedError);
+  const { withSession } = locks;
   const live = new Map<string, LiveRun>();
   // The actors are provided once; each finds its run's services here by runId.
   const runServices = new Map<string, RunServices>();
-  const machine = provideRunEffects((runId) => {
+  const servicesOf = (runId: string) => {
     const services = runServices.get(runId);
     if (services === undefined)
       throw new Error(`turnlog: no live run ${runId} (an actor outlived its run)`);
     return services;
-  }, options.machine);
+  };
+  const lifecycle: RunLifecycle = {
+    abort({ sessionId, runId }, reason) {
+      const run = live.get(sessionId);
+      if (run?.driver.runId === runId) run.controller.abort(new Error(reason));
+    },
+  };
+  const machine = provideRunEffects(servicesOf, lifecycle, options.machine);
   // Per unfinished run: the `done` resolvers and a weak reference to the caller's event buffer.
   const sinks = new Map<string, TurnSink>();
 
@@ -141,11 +152,9 @@ export function createLiveRuns(options: LiveRunsOptions) {
       now: options.now,
       generateId,
       ...(options.inspect ? { inspect: options.inspect } : {}),
-      onFact: (fact) => {
+      onFact: (fact, reached) => {
         sink.push(fact);
-        // I10: tools and the request see the stop once it is durable.
-        if (fact.type === 'run.stop.requested') controller.abort(new Error(fact.reason));
-        if (fact.state === 'awaitingPermission') park(ids.sessionId, driver);
+        if (reached.hasTag('parked')) park(ids.sessionId, driver);
       },
     });
     driver.ended.then(
@@ -178,7 +187,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
     withSession(sessionId, async () => {
       await driver.drained();
       const snapshot = driver.snapshot();
-      if (snapshot?.status !== 'active' || snapshot.value !== 'awaitingPermission') return;
+      if (snapshot?.status !== 'active' || !snapshot.hasTag('parked')) return;
       if (live.get(sessionId)?.driver !== driver) return;
       driver.release();
       live.delete(sessionId);
@@ -245,40 +254,40 @@ export function createLiveRuns(options: LiveRunsOptions) {
       const handle = newHandle(ids, rehydrated.facts);
       const driver = open(ids, facts, rehydrated.limits);
       await driver.resume(snapshot);
-      const indeterminate = [...plan.indeterminate, ...plan.unresolved].map((call) => call.callId);
       if (snapshot.status !== 'done') {
-        for (const call of plan.indeterminate) {
-          await driver.commit({
-            type: 'tool.indeterminate',
-            id: `${call.stepId}:${call.callId}:indeterminate`,
-            callId: call.callId,
-            name: call.name,
-          });
-        }
-        await driver.commit({
-          type: 'run.recovered',
-          interrupted: plan.interruptedIn ?? 'unknown',
-          indeterminate,
-        });
+        // One commit each, in order, as recoveryFacts lists them.
+        for (const draft of recoveryFacts(plan)) await driver.commit(draft);
       }
       const status =
         snapshot.status === 'done'
           ? 'ended'
-          : driver.snapshot()?.value === 'awaitingPermission'
+          : driver.snapshot()?.hasTag('parked')
             ? 'parked'
             : 'resumed';
       return {
         sessionId,
         runId,
         interruptedIn: plan.interruptedIn,
-        indeterminate,
+        indeterminate: recoveredCallIds(plan),
         status,
         turn: handle,
       };
     },
 
-    /** Detaches every live run (they stay unfinished in the log) and fails the open handles. */
+    /** Serializes work on one session: the runtime's public operations and parking. */
+    withSession,
+
+    /** True once `close()` was called. */
+    get closed() {
+      return locks.closed;
+    },
+
+    /**
+     * Refuses new work, waits for the work queued on each session, then detaches every live run
+     * (they stay unfinished in the log) and fails the open handles with `closedError`.
+     */
     async close(closedError: Error) {
+      await locks.close();
       for (const run of live.values()) {
         run.driver.release();
         run.controller.abort(closedError);

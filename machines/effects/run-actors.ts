@@ -1,3 +1,4 @@
+import { assertEvent } from 'xstate';
 import type { TurnMachine } from '../pure/turn-machine.ts';
 import { turnMachine } from '../pure/turn-machine.ts';
 import { prepareStepActor } from './prepare-step-actor.ts';
@@ -7,9 +8,28 @@ import type { ServicesOf } from './run-services.ts';
 import { settleToolActor } from './settle-tool-actor.ts';
 import { summarizeActor } from './summarize-actor.ts';
 
-/** The turn machine with live actors provided; each actor finds its run's services by `runId`. */
-export function provideRunEffects(servicesOf: ServicesOf, machine: TurnMachine = turnMachine) {
+/** What the runtime does when the machine says so (the chart names when; this says how). */
+export interface RunLifecycle {
+  /** I10: a stop is durable: abort the run's request and its tools' signal. */
+  abort(ids: { sessionId: string; runId: string }, reason: string): void;
+}
+
+/**
+ * The turn machine with its effects provided: the live actors, each finding its run's services
+ * by `runId`, and the lifecycle actions the runtime performs.
+ */
+export function provideRunEffects(
+  servicesOf: ServicesOf,
+  lifecycle: RunLifecycle,
+  machine: TurnMachine = turnMachine,
+) {
   return machine.provide({
+    actions: {
+      abortRun: ({ context, event }) => {
+        assertEvent(event, 'run.stop.requested');
+        lifecycle.abort(context, event.reason);
+      },
+    },
     actors: {
       prepareStep: prepareStepActor(servicesOf),
       providerStep: providerStepActor(servicesOf),

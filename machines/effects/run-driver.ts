@@ -25,8 +25,11 @@ export interface RunDriverOptions {
   now: () => number;
   generateId: IdGenerator;
   inspect?: ((event: InspectionEvent) => void) | Observer<InspectionEvent>;
-  /** Called after each fact is durable, just before the machine takes it (and for `run.ended`). */
-  onFact?: (fact: Fact) => void;
+  /**
+   * Called after each fact is durable, just before the live actor takes it (and for `run.ended`),
+   * with the state it leads to: the runtime reacts to that state's tags, never to its name.
+   */
+  onFact?: (fact: Fact, reached: TurnSnapshot) => void;
 }
 
 /** A fact an actor proposed, waiting for the next append. */
@@ -42,6 +45,8 @@ interface Planned {
   fact: NewFact;
   /** The live actor's transition on it, computed already and held until the fact is durable. */
   held: HeldTransition<TurnSnapshot> | undefined;
+  /** The state the fact leads to. */
+  reached: TurnSnapshot;
 }
 
 /**
@@ -107,10 +112,10 @@ export function createRunDriver(options: RunDriverOptions) {
   }
 
   /** A fact is durable: the session's facts, the run's subscribers. */
-  function record(stored: Fact) {
+  function record(stored: Fact, reached: TurnSnapshot) {
     facts.push(stored);
     knownIds.add(stored.id);
-    options.onFact?.(stored);
+    options.onFact?.(stored, reached);
   }
 
   function serialize<T>(work: () => Promise<T>): Promise<T> {
@@ -180,11 +185,17 @@ export function createRunDriver(options: RunDriverOptions) {
         proposal,
         fact: { ...fact, state: statePath(next.value) } as NewFact,
         held,
+        reached: next,
       });
       snapshot = next;
     }
     if (snapshot.status === 'done' && ended === undefined) {
-      planned.push({ proposal: undefined, fact: runEnded(snapshot), held: undefined });
+      planned.push({
+        proposal: undefined,
+        fact: runEnded(snapshot),
+        held: undefined,
+        reached: snapshot,
+      });
     }
     return planned;
   }
@@ -200,13 +211,14 @@ export function createRunDriver(options: RunDriverOptions) {
       const stored = planned.length === 0 ? [] : await write(planned.map((entry) => entry.fact));
       // Everything is durable: only now does the machine see the facts, in order.
       for (const [index, fact] of stored.entries()) {
+        const { proposal, held, reached } = planned[index] as Planned;
         if (fact.type === 'run.ended') {
-          end(fact);
+          end(fact, reached);
           continue;
         }
-        record(fact);
-        adopt(fact, planned[index]?.held);
-        planned[index]?.proposal?.settle(true);
+        record(fact, reached);
+        adopt(fact, held);
+        proposal?.settle(true);
       }
       // The others were not taken (settling a taken one again changes nothing).
       for (const proposal of batch) proposal.settle(false);
@@ -228,8 +240,8 @@ export function createRunDriver(options: RunDriverOptions) {
     }
   }
 
-  function end(fact: Fact) {
-    record(fact);
+  function end(fact: Fact, reached: TurnSnapshot) {
+    record(fact, reached);
     ended = fact as FactOf<'run.ended'>;
     actor?.stop();
     resolveEnded(ended);
@@ -273,7 +285,7 @@ export function createRunDriver(options: RunDriverOptions) {
         });
         const versioned = { ...draft, machineVersion: machine.version };
         const [stored] = await write([envelope(versioned, statePath(initial.value))]);
-        record(stored as Fact);
+        record(stored as Fact, initial);
         start();
         return stored as Fact;
       });
@@ -290,7 +302,7 @@ export function createRunDriver(options: RunDriverOptions) {
       if (snapshot.status !== 'done') return Promise.resolve();
       return serialize(async () => {
         const [stored] = await write([runEnded(snapshot)]);
-        end(stored as Fact);
+        end(stored as Fact, snapshot);
       });
     },
 

@@ -1,5 +1,5 @@
 import type { ModelStepRequest } from '../../adapters/model-adapter.ts';
-import type { CallState } from './turn-context.ts';
+import type { CallState, TurnContext } from './turn-context.ts';
 
 /** The inputs the turn machine gives its actors (the runtime's actors read them). */
 
@@ -59,3 +59,39 @@ export type SettleToolInput =
 
 /** A request as `prepareStep` built it, waiting for `providerStep` to send it. */
 export type PreparedRequest = Omit<ModelStepRequest, 'abortSignal'>;
+
+/** The phases a call's settlement goes through, each a `settleTool` child of its own. */
+export type SettlePhase = SettleToolInput['phase'];
+export const settlePhases: readonly SettlePhase[] = ['decide', 'run', 'abandon'];
+
+/** The id of the `settleTool` child settling `call` in `phase` (one per call and phase). */
+export const settleChildId = (
+  phase: SettlePhase,
+  context: TurnContext,
+  call: Pick<CallState, 'callId'>,
+) => `${phase}:${context.stepId}:${call.callId}`;
+
+/** What a `settleTool` child is told of its phase (the call and its run come from the machine). */
+export type SettlePhaseInput = SettleToolInput extends infer TInput
+  ? TInput extends SettleToolInput
+    ? Omit<TInput, 'sessionId' | 'runId' | 'stepId' | 'callId'>
+    : never
+  : never;
+
+/** The one way the machine spawns a `settleTool` child: its id and its whole input. */
+export function settleChild(
+  context: TurnContext,
+  call: Pick<CallState, 'callId'>,
+  phase: SettlePhaseInput,
+): { id: string; input: SettleToolInput } {
+  return {
+    id: settleChildId(phase.phase, context, call),
+    input: {
+      ...phase,
+      sessionId: context.sessionId,
+      runId: context.runId,
+      stepId: context.stepId ?? '',
+      callId: call.callId,
+    },
+  };
+}

@@ -103,6 +103,15 @@ export interface TurnContext {
   outcome: TurnOutcome | undefined;
 }
 
+/**
+ * What a state says about the run's life, for the runtime to react to (never a state's name):
+ * - `parked`: waiting, with no actor and no timer; the runtime may drop the live actor and
+ *   rebuild it from the log when something arrives;
+ * - `needsPerson`: only a person's decision (`runtime.decide()`) moves the run on;
+ * - `stopping`: the stop (or an abort decision) is recorded; open calls are being settled.
+ */
+export type TurnTag = 'parked' | 'needsPerson' | 'stopping';
+
 export interface TurnInput {
   sessionId: string;
   turnId: string;

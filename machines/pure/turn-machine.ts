@@ -11,15 +11,17 @@ import {
   setup,
 } from 'xstate';
 import type { Fact } from '../../events/facts.ts';
-import type {
-  PrepareStepInput,
-  ProviderStepInput,
-  RetryTimerInput,
-  SettleToolInput,
-  SummarizeInput,
+import {
+  type PrepareStepInput,
+  type ProviderStepInput,
+  type RetryTimerInput,
+  type SettleToolInput,
+  type SummarizeInput,
+  settleChild,
+  settleChildId,
+  settlePhases,
 } from './actor-inputs.ts';
 import {
-  type CallState,
   initialContext,
   outcomeOf,
   outcomeOfFailure,
@@ -27,16 +29,18 @@ import {
   type TurnContext,
   type TurnInput,
   type TurnOutcome,
+  type TurnTag,
   updateCall,
 } from './turn-context.ts';
 import { turnGuards } from './turn-guards.ts';
 
 /**
  * The turn machine: the runtime-owned agent loop as one XState v5 machine. Facts are its
- * events; it never performs an effect itself. Effects happen in the named actors, which the
- * runtime provides (`turnMachine.provide({ actors })`) and which report back only by committing
- * facts ("commit, then transition", I3). The actors below are inert placeholders, so the machine
- * can be driven fact by fact in tests and folded with `transition()` during rehydration.
+ * events; it never performs an effect itself. Effects happen in the named actors and the
+ * `abortRun` action, which the runtime provides (machines/effects/run-actors.ts); actors report
+ * back only by committing facts ("commit, then transition", I3). Its tags (`TurnTag`) say when
+ * a run is parked, needs a person or is stopping. The actors below are inert placeholders, so
+ * the machine can be driven fact by fact in tests and folded during rehydration.
  *
  * See architecture/turn-machine.md for the diagram and where each invariant is enforced.
  */
@@ -50,27 +54,13 @@ export const turnMachineVersion = '1';
 /** A placeholder for an actor the runtime provides: typed by its input, it does nothing. */
 const inert = <TInput>() => fromCallback<EventObject, TInput>(() => {});
 
-type SettlePhase = SettleToolInput['phase'];
-const settlePhases: readonly SettlePhase[] = ['decide', 'run', 'abandon'];
-
-/** The id of the `settleTool` child settling `call` in `phase` (one per call and phase). */
-const settleChildId = (phase: SettlePhase, context: TurnContext, call: CallState) =>
-  `${phase}:${context.stepId}:${call.callId}`;
-
-/** What every `settleTool` child is told beyond its phase: the call and its run. */
-const settleIds = (context: TurnContext, call: CallState) => ({
-  sessionId: context.sessionId,
-  runId: context.runId,
-  stepId: context.stepId ?? '',
-  callId: call.callId,
-});
-
 export const turnMachine = setup({
   types: {} as {
     context: TurnContext;
     events: Fact;
     input: TurnInput;
     output: TurnOutcome;
+    tags: TurnTag;
   },
   actors: {
     prepareStep: inert<PrepareStepInput>(),
@@ -81,6 +71,9 @@ export const turnMachine = setup({
   },
   guards: turnGuards,
   actions: {
+    // I10, provided by the runtime: abort the run's request and tools' signal. It runs once the
+    // stop is durable (the live actor takes a fact only then); a fold runs no action.
+    abortRun: () => {},
     startStep: assign(({ event: fact }) => {
       assertEvent(fact, 'step.started');
       return {
@@ -170,34 +163,21 @@ export const turnMachine = setup({
     // after its step.completed.
     spawnDeciders: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'run.recovered') return;
-      for (const call of context.calls.filter((candidate) => candidate.status === 'proposed')) {
-        enqueue.spawnChild('settleTool', {
-          id: settleChildId('decide', context, call),
-          input: { phase: 'decide', ...settleIds(context, call) },
-        });
-      }
+      for (const call of context.calls)
+        if (call.status === 'proposed')
+          enqueue.spawnChild('settleTool', settleChild(context, call, { phase: 'decide' }));
     }),
     spawnRunners: enqueueActions(({ context, enqueue }) => {
-      for (const call of context.calls) {
-        if (call.status !== 'decided' || call.decision === undefined) continue;
-        enqueue.spawnChild('settleTool', {
-          id: settleChildId('run', context, call),
-          input: { phase: 'run', ...settleIds(context, call), decision: call.decision },
-        });
-      }
+      for (const { decision, ...call } of context.calls)
+        if (call.status === 'decided' && decision !== undefined)
+          enqueue.spawnChild('settleTool', settleChild(context, call, { phase: 'run', decision }));
     }),
     spawnAbandoners: enqueueActions(({ context, enqueue }) => {
       for (const call of context.calls) {
         // A started call still has its own settlement running (it honours the stop grace).
         if (call.status === 'settled' || call.status === 'started') continue;
-        enqueue.spawnChild('settleTool', {
-          id: settleChildId('abandon', context, call),
-          input: {
-            phase: 'abandon',
-            ...settleIds(context, call),
-            outcome: call.status === 'indeterminate' ? 'unknown' : 'cancelled',
-          },
-        });
+        const outcome = call.status === 'indeterminate' ? 'unknown' : 'cancelled';
+        enqueue.spawnChild('settleTool', settleChild(context, call, { phase: 'abandon', outcome }));
       }
     }),
     stopToolChildren: enqueueActions(({ context, enqueue }) => {
@@ -233,7 +213,7 @@ export const turnMachine = setup({
       on: {
         'step.started': { target: 'requesting', actions: 'startStep' },
         'compaction.started': { guard: 'mayCompact', target: 'compacting' },
-        'run.stop.requested': { target: 'terminal', actions: 'recordAbort' },
+        'run.stop.requested': { target: 'terminal', actions: ['recordAbort', 'abortRun'] },
         'run.recovered': { target: 'projecting', reenter: true, actions: 'noteRecovered' },
       },
     },
@@ -249,14 +229,14 @@ export const turnMachine = setup({
       on: {
         'compaction.completed': { target: 'projecting', actions: 'markCompacted' },
         'compaction.failed': { target: 'terminal', actions: 'endCompactionFailed' },
-        'run.stop.requested': { target: 'terminal', actions: 'recordAbort' },
+        'run.stop.requested': { target: 'terminal', actions: ['recordAbort', 'abortRun'] },
         'run.recovered': { target: 'compacting', reenter: true, actions: 'noteRecovered' },
       },
     },
     requesting: {
       initial: 'streaming',
       on: {
-        'run.stop.requested': { target: 'terminal', actions: 'recordAbort' },
+        'run.stop.requested': { target: 'terminal', actions: ['recordAbort', 'abortRun'] },
       },
       states: {
         streaming: {
@@ -317,7 +297,7 @@ export const turnMachine = setup({
       initial: 'deciding',
       exit: 'stopToolChildren',
       on: {
-        'run.stop.requested': { target: '.stopping', actions: 'recordAbort' },
+        'run.stop.requested': { target: '.stopping', actions: ['recordAbort', 'abortRun'] },
       },
       states: {
         deciding: {
@@ -368,6 +348,7 @@ export const turnMachine = setup({
           },
         },
         stopping: {
+          tags: ['stopping'],
           entry: 'spawnAbandoners',
           // The abort was recorded on the way in.
           always: { guard: 'allSettled', target: '#turn.terminal' },
@@ -382,6 +363,7 @@ export const turnMachine = setup({
       },
     },
     awaitingPermission: {
+      tags: ['parked', 'needsPerson'],
       // Parked: no actor, no timer. The runtime may drop the live actor and rehydrate it from
       // the log when a decision arrives.
       always: [
@@ -390,7 +372,10 @@ export const turnMachine = setup({
       ],
       on: {
         'tool.permission.decided': { guard: 'userDecision', actions: 'recordDecision' },
-        'run.stop.requested': { target: 'settlingTools.stopping', actions: 'recordAbort' },
+        'run.stop.requested': {
+          target: 'settlingTools.stopping',
+          actions: ['recordAbort', 'abortRun'],
+        },
         'run.recovered': { actions: 'noteRecovered' },
       },
     },

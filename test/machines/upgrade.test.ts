@@ -59,13 +59,6 @@ function liveRunsOn(
   machine: TurnMachine,
   options: { steps: ScriptedStep[]; tools: ToolSet; generateId?: IdGenerator },
 ) {
-  // The runtime serializes work on a session (parking included); so does this.
-  let queue: Promise<unknown> = Promise.resolve();
-  const withSession = <T>(_sessionId: string, work: () => Promise<T>): Promise<T> => {
-    const result = queue.then(work, work);
-    queue = result.catch(() => {});
-    return result;
-  };
   const runs = createLiveRuns({
     store,
     adapter: aiSdkAdapter(scriptedModel(options.steps)),
@@ -75,9 +68,11 @@ function liveRunsOn(
     generateId: options.generateId ?? sequentialIds(),
     random: () => 0.5,
     inspect: undefined,
-    withSession,
+    closedError: () => new Error('closed'),
     machine,
   });
+  // The session registry serializes work on a session (parking included), as the runtime does.
+  const { withSession } = runs;
   return {
     recover: (sessionId: string, runId: string) =>
       withSession(sessionId, () => runs.recover(sessionId, runId)),
