@@ -67,7 +67,7 @@ const messagePatterns: [RegExp, ProviderFailureKind][] = [
 ];
 
 /**
- * Classifies a provider failure into DESIGN's kinds, with `retryable` and `retryAfterMs`.
+ * Classifies a provider failure into the kinds of architecture/model-adapter.md ("Provider errors"), with `retryable` and `retryAfterMs`.
  * Structured fields (status, `code`, `type`, error names, socket error codes anywhere in the
  * cause chain, a JSON response body) decide first; the message only refines a generic result.
  * The kept message is capped and stripped of anything that looks like an API key.

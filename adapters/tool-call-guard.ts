@@ -60,8 +60,8 @@ interface Resolution {
 type Verdict = { safe: true } | { safe: false; reason: string };
 
 /**
- * Creates the tool-call execution guard for one physical request (DESIGN "Tool-call execution
- * guard", rules 1–5). A call is proven only when the request finished terminal-safe and the call
+ * Creates the tool-call execution guard for one physical request (architecture/model-adapter.md,
+ * "The tool-call guard, as implemented"). A call is proven only when the request finished terminal-safe and the call
  * has raw-bytes, atomic or whole-request proof; every other resolved call is withheld with a
  * sentence telling the model it was not run and why.
  *

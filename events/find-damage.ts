@@ -1,7 +1,7 @@
 import type { Fact } from './facts.ts';
 import { collectRuns, type RunFacts } from './run-facts.ts';
 
-/** The kinds of damage a log can show. Each breaks a rule of DESIGN.md "The log". */
+/** The kinds of damage a log can show. Each breaks a rule of architecture/invariants.md, "The rules of the log". */
 export type DamageKind =
   /** `seq` skips numbers (or the session does not start at 1). */
   | 'seq-gap'

@@ -5,7 +5,7 @@ import type { PreparedRequest } from './actor-inputs.ts';
 const charsPerToken = 4;
 
 /**
- * Estimates a request's input tokens (DESIGN, compaction): the last step's reported input
+ * Estimates a request's input tokens (architecture/turn-machine.md, `compacting`): the last step's reported input
  * tokens plus the characters added to the history since that step, ÷ 4. Without a reported
  * step since the last compaction, all of the request's characters ÷ 4.
  */
