@@ -9,7 +9,7 @@ import type {
 } from '../../events/facts.ts';
 import type { JsonValue, ProviderOptions } from '../../events/json.ts';
 import { hashJson } from '../../events/json.ts';
-import { testLimits } from '../helpers/fact-builder.ts';
+import { storedFact, testLimits } from '../helpers/fact-builder.ts';
 
 /**
  * Builds a session's log fact by fact for crafted tests: numbers `seq` from 1, gives ids
@@ -25,16 +25,8 @@ export function logBuilder(options: { sessionId?: string; idPrefix?: string } = 
 
   function add(draft: ProposedFact, state?: string): Fact {
     const seq = facts.length + 1;
-    const fact = {
-      id: draft.id ?? `${idPrefix}_${seq}`,
-      seq,
-      at: new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString(),
-      sessionId,
-      turnId,
-      runId,
-      ...(state === undefined ? {} : { state }),
-      ...draft,
-    } as Fact;
+    const id = draft.id ?? `${idPrefix}_${seq}`;
+    const fact = storedFact(draft, { seq, id, sessionId, turnId, runId, state });
     facts.push(fact);
     return fact;
   }

@@ -3,6 +3,7 @@ import type { Fact, ProposedFact, RunLimits, ToolCallRecord } from '../../events
 import { statePath } from '../../machines/pure/state-path.ts';
 import type { TurnContext } from '../../machines/pure/turn-context.ts';
 import { turnMachine } from '../../machines/pure/turn-machine.ts';
+import { storedFact } from '../helpers/fact-builder.ts';
 
 /**
  * The abstract model the model-based test explores: for each machine state, the facts the live
@@ -69,16 +70,15 @@ export const modelLimits = (window: boolean): RunLimits => ({
 let seq = 0;
 function fact(draft: ProposedFact, variant: Variant): ModelFact {
   seq += 1;
-  return {
-    id: `m${seq}`,
+  const envelope = {
     seq,
+    id: draft.id ?? `m${seq}`,
     at: '',
     sessionId: 's',
     turnId: 't',
     runId: 'r',
-    ...draft,
-    variant,
-  } as ModelFact;
+  };
+  return { ...storedFact(draft, envelope), variant } as ModelFact;
 }
 
 const usage = {

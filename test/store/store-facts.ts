@@ -1,5 +1,5 @@
 import type { NewFact } from '../../events/facts.ts';
-import { testLimits as limits } from '../helpers/fact-builder.ts';
+import { testLimits as limits, newFact } from '../helpers/fact-builder.ts';
 
 /**
  * Builds new (seq-less) facts of one session for store tests, with fixed times and ids the test
@@ -14,24 +14,14 @@ export function storeFacts(sessionId: string, turnId = 'turn_1') {
     runId,
   });
   return {
-    runStarted: (id: string, runId: string, text = 'hello'): NewFact => ({
-      ...envelope(id, runId),
-      type: 'run.started',
-      input: { text },
-      runtimeVersion: 'test',
-      limits,
-    }),
-    steering: (id: string, runId: string, text = 'more'): NewFact => ({
-      ...envelope(id, runId),
-      type: 'steering.received',
-      messageId: `message_${id}`,
-      text,
-    }),
-    runEnded: (id: string, runId: string): NewFact => ({
-      ...envelope(id, runId),
-      type: 'run.ended',
-      status: 'completed',
-      reason: 'end_turn',
-    }),
+    runStarted: (id: string, runId: string, text = 'hello'): NewFact =>
+      newFact(
+        { type: 'run.started', input: { text }, runtimeVersion: 'test', limits },
+        envelope(id, runId),
+      ),
+    steering: (id: string, runId: string, text = 'more'): NewFact =>
+      newFact({ type: 'steering.received', messageId: `message_${id}`, text }, envelope(id, runId)),
+    runEnded: (id: string, runId: string): NewFact =>
+      newFact({ type: 'run.ended', status: 'completed', reason: 'end_turn' }, envelope(id, runId)),
   };
 }

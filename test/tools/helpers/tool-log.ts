@@ -1,14 +1,13 @@
 import type {
   CommitFact,
   Fact,
-  NewFact,
   ProposedFact,
   RunLimits,
   ToolCallRecord,
 } from '../../../events/facts.ts';
 import { memoryStore } from '../../../store/memory-store.ts';
 import type { CallSettler, DecidedPermission, SettleContext } from '../../../tools/tool.ts';
-import { testLimits } from '../../helpers/fact-builder.ts';
+import { newFact, testLimits } from '../../helpers/fact-builder.ts';
 
 /**
  * A session log for tool runtime tests: `commit` appends to a `memoryStore` with the runtime's
@@ -30,14 +29,12 @@ export function createToolLog(
   const commit: CommitFact = async (draft) => {
     if (!accepting) return false;
     counter += 1;
-    const fact = {
+    const fact = newFact(draft, {
       at: '2026-01-01T00:00:00.000Z',
       sessionId,
-      turnId: 'turn_1',
       runId,
-      ...draft,
       id: draft.id ?? `fact_${counter}`,
-    } as NewFact;
+    });
     const { appended } = await store.append(sessionId, [fact]);
     if (appended.length === 0) return false;
     facts = [...facts, ...appended];
