@@ -3,7 +3,6 @@
  * appended to a durable event log before anything acts on it. Named exports only.
  */
 
-export { ScriptExhaustedError, UnsupportedModelError } from './adapters/adapter-errors.ts';
 export {
   type AiSdkAdapterOptions,
   type AiSdkLanguageModel,
@@ -38,6 +37,38 @@ export {
   toUIMessageStream,
   toUIMessages,
 } from './adapters/ui-message-stream.ts';
+export {
+  ConcurrencyError,
+  DamagedSessionError,
+  DecisionConflictError,
+  DecisionMismatchError,
+  InvalidArgumentError,
+  InvalidDecisionError,
+  LeaseLostError,
+  McpToolsError,
+  NoActiveRunError,
+  PermissionVerdictError,
+  ProjectionInputError,
+  ReplayDivergenceError,
+  RunLeasedError,
+  RunSealedError,
+  RuntimeClosedError,
+  ScriptExhaustedError,
+  SessionBusyError,
+  StoreClosedError,
+  StoreCorruptionError,
+  StoreError,
+  StoreInputError,
+  StoreLockedError,
+  StoreOpenError,
+  StoreWriteError,
+  ToolDefinitionError,
+  ToolSchemaConversionError,
+  TurnlogError,
+  UnknownDecisionError,
+  UnsupportedModelError,
+  WorkspaceRootError,
+} from './errors.ts';
 export { classifyTerminal, type TerminalClassification } from './events/classify-terminal.ts';
 export type {
   ContentPart,
@@ -91,10 +122,8 @@ export {
   type RunView,
   type TurnReadModel,
 } from './events/project-turn.ts';
-export { ProjectionInputError } from './events/projection-input-error.ts';
-export { TurnlogError } from './events/turnlog-error.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/effects/turn-channel.ts';
-export { foldRun, ReplayDivergenceError } from './machines/pure/rehydrate.ts';
+export { foldRun } from './machines/pure/rehydrate.ts';
 export { statePath } from './machines/pure/state-path.ts';
 export type { Reason, TurnContext, TurnInput, TurnOutcome } from './machines/pure/turn-context.ts';
 export { turnMachine, turnMachineVersion } from './machines/pure/turn-machine.ts';
@@ -106,30 +135,10 @@ export {
   type RuntimeOptions,
   runtimeVersion,
 } from './runtime.ts';
-export {
-  DamagedSessionError,
-  InvalidArgumentError,
-  NoActiveRunError,
-  RuntimeClosedError,
-  SessionBusyError,
-} from './runtime-errors.ts';
-export {
-  ConcurrencyError,
-  type EventStore,
-  type OpenRun,
-  RunSealedError,
-  StoreClosedError,
-  StoreCorruptionError,
-  StoreError,
-  type StoreFinding,
-  StoreInputError,
-  StoreLockedError,
-  StoreWriteError,
-} from './store/event-store.ts';
+export type { EventStore, OpenRun, StoreFinding } from './store/event-store.ts';
 export { type LowdbStoreOptions, lowdbStore } from './store/lowdb-store.ts';
 export { type MemoryStoreOptions, memoryStore } from './store/memory-store.ts';
 export type { PgPool } from './store/postgres-connection.ts';
-export { StoreOpenError } from './store/postgres-errors.ts';
 export {
   type PostgresStore,
   type PostgresStoreOptions,
@@ -142,14 +151,7 @@ export type {
   InboxRequestKind,
   RunInbox,
 } from './store/run-inbox.ts';
-export {
-  type LeaseAttempt,
-  LeaseLostError,
-  type RunLease,
-  RunLeasedError,
-  type RunLeaseState,
-  type RunLeases,
-} from './store/run-leases.ts';
+export type { LeaseAttempt, RunLease, RunLeaseState, RunLeases } from './store/run-leases.ts';
 export type { StoreFileHandle, StoreFs } from './store/store-fs.ts';
 export {
   type WorkspaceTools,
@@ -157,13 +159,12 @@ export {
   workspaceTools,
 } from './tools/builtin/workspace-tools.ts';
 export { defineTool, toModelToolDefinitions } from './tools/define-tool.ts';
-export {
-  type McpCallToolResult,
-  type McpClient,
-  type McpToolInfo,
-  McpToolsError,
-  type McpToolsOptions,
-  type McpWatchableClient,
+export type {
+  McpCallToolResult,
+  McpClient,
+  McpToolInfo,
+  McpToolsOptions,
+  McpWatchableClient,
 } from './tools/mcp/mcp-client.ts';
 export { mcpToolName } from './tools/mcp/mcp-tool-names.ts';
 export { type McpTool, mcpTools } from './tools/mcp/mcp-tools.ts';
@@ -172,13 +173,6 @@ export {
   type WatchMcpToolsOptions,
   watchMcpTools,
 } from './tools/mcp/watch-mcp-tools.ts';
-export {
-  DecisionConflictError,
-  DecisionMismatchError,
-  InvalidDecisionError,
-  PermissionVerdictError,
-  UnknownDecisionError,
-} from './tools/permission-policy.ts';
 export type { OwnTools, ProviderTool, RuntimeTools } from './tools/provider-tool.ts';
 export type {
   PermissionPolicy,
@@ -191,9 +185,4 @@ export type {
   ToolPermission,
   ToolSet,
 } from './tools/tool.ts';
-export {
-  ToolDefinitionError,
-  ToolSchemaConversionError,
-  WorkspaceRootError,
-} from './tools/tool-errors.ts';
 export type { ToolsOption } from './tools/tool-set-source.ts';

@@ -135,6 +135,7 @@ describe('imports of the AI SDK', () => {
     'store',
     'runtime.ts',
     'runtime-errors.ts',
+    'errors.ts',
     'index.ts',
   ];
 
