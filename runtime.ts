@@ -180,8 +180,9 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
       );
       return withSession(sessionId, async () => {
         const driver = await activeRun(sessionId, 'decide');
-        const view = projectTurn(driver.facts).runs.at(-1);
-        const decided = driver.facts.flatMap((fact) =>
+        const facts = driver.facts();
+        const view = projectTurn(facts).runs.at(-1);
+        const decided = facts.flatMap((fact) =>
           fact.type === 'tool.permission.decided' && fact.runId === view?.runId ? [fact] : [],
         );
         const checked = validateDecision({

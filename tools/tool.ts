@@ -136,7 +136,7 @@ export interface SettleContext {
   signal: AbortSignal;
   /** Commit, then transition: resolves `false` when the fact was not taken. */
   commit: CommitFact;
-  /** The session's facts so far (for the loop gate), the run driver's own array: not a copy. */
+  /** The session's facts so far (for the loop gate), read through the run driver, which owns them. */
   facts: readonly Fact[];
 }
 

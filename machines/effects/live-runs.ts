@@ -133,7 +133,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
       system: options.system,
       limits,
       store,
-      facts: () => driver.facts,
+      facts: () => driver.facts(),
       history: createHistoryProjection(),
       commit: (draft) => driver.commit(draft),
       commitAll: (drafts) => driver.commitAll(drafts),
@@ -159,7 +159,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
     });
     driver.ended.then(
       () => {
-        sink.end(turnResult(driver.facts, ids.runId));
+        sink.end(turnResult(driver.facts(), ids.runId));
         forget(ids, driver);
       },
       (error) => {
@@ -211,7 +211,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
 
     /** The session's facts: the live run's copy, else the store's. */
     async facts(sessionId: string): Promise<readonly Fact[]> {
-      return live.get(sessionId)?.driver.facts ?? (await store.read(sessionId));
+      return live.get(sessionId)?.driver.facts() ?? (await store.read(sessionId));
     },
 
     has: (sessionId: string) => live.has(sessionId),

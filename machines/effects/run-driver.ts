@@ -20,7 +20,11 @@ export interface RunDriverOptions {
   sessionId: string;
   turnId: string;
   runId: string;
-  /** The session's facts so far (the driver keeps this array up to date as it commits). */
+  /**
+   * The session's facts so far. The driver takes this array over: it alone appends to it as it
+   * commits; the runtime and the actors read it through `facts()`, and keep no reference of
+   * their own to write through.
+   */
   facts: Fact[];
   now: () => number;
   generateId: IdGenerator;
@@ -266,8 +270,10 @@ export function createRunDriver(options: RunDriverOptions) {
 
   return {
     runId,
-    /** The session's facts, including every fact this driver committed. */
-    facts: facts as readonly Fact[],
+    /** The session's facts, including every fact this driver committed (read-only: the driver's own). */
+    facts(): readonly Fact[] {
+      return facts;
+    },
     /** Resolves with the run's `run.ended`; rejects if the log could not be written. */
     ended: endedPromise,
 
