@@ -93,11 +93,11 @@ export {
 } from './events/project-turn.ts';
 export { ProjectionInputError } from './events/projection-input-error.ts';
 export { TurnlogError } from './events/turnlog-error.ts';
-export { foldRun, ReplayDivergenceError } from './machines/rehydrate.ts';
-export { stateToString } from './machines/state-path.ts';
-export type { TurnEvent, TurnHandle, TurnResult } from './machines/turn-channel.ts';
-export type { Reason, TurnContext, TurnInput, TurnOutcome } from './machines/turn-context.ts';
-export { turnMachine, turnMachineVersion } from './machines/turn-machine.ts';
+export type { TurnEvent, TurnHandle, TurnResult } from './machines/effects/turn-channel.ts';
+export { foldRun, ReplayDivergenceError } from './machines/pure/rehydrate.ts';
+export { statePath } from './machines/pure/state-path.ts';
+export type { Reason, TurnContext, TurnInput, TurnOutcome } from './machines/pure/turn-context.ts';
+export { turnMachine, turnMachineVersion } from './machines/pure/turn-machine.ts';
 export {
   createRuntime,
   defaultLimits,

@@ -1,17 +1,17 @@
 import type { InspectionEvent, Observer } from 'xstate';
 import { type AiSdkLanguageModel, aiSdkAdapter } from './adapters/ai-sdk-adapter.ts';
 import type { ModelAdapter } from './adapters/model-adapter.ts';
-import type { Fact, FactDraft, PermissionDecision, RunLimits } from './events/facts.ts';
+import type { Fact, PermissionDecision, ProposedFact, RunLimits } from './events/facts.ts';
 import { createIdGenerator, type IdGenerator } from './events/ids.ts';
 import type { ModelMessage } from './events/messages.ts';
 import { projectHistory } from './events/project-history.ts';
 import { type PendingDecision, projectTurn } from './events/project-turn.ts';
 import { TurnlogError } from './events/turnlog-error.ts';
-import { createLiveRuns, type RecoveredRun } from './machines/live-runs.ts';
-import { unfinishedRun } from './machines/load-run.ts';
-import { defaultMaxRetryAfterMs } from './machines/retry-timer-actor.ts';
-import type { RunDriver } from './machines/run-driver.ts';
-import type { TurnHandle } from './machines/turn-channel.ts';
+import { createLiveRuns, type RecoveredRun } from './machines/effects/live-runs.ts';
+import { unfinishedRun } from './machines/effects/load-run.ts';
+import { defaultMaxRetryAfterMs } from './machines/effects/retry-timer-actor.ts';
+import type { RunDriver } from './machines/effects/run-driver.ts';
+import type { TurnHandle } from './machines/effects/turn-channel.ts';
 import { checkMethodArgument, checkRuntimeOptions, checkSessionId } from './runtime-arguments.ts';
 import { NoActiveRunError, RuntimeClosedError, SessionBusyError } from './runtime-errors.ts';
 import type { EventStore } from './store/event-store.ts';
@@ -144,7 +144,7 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
    */
   async function deliver(
     driver: RunDriver,
-    draft: FactDraft,
+    draft: ProposedFact,
     operation: 'decide' | 'steer' | 'stop',
     sessionId: string,
   ): Promise<void> {
@@ -208,7 +208,7 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
           decision: { callId, decision, reason, inputHash },
         });
         if (checked.status === 'no-op') return;
-        const draft: FactDraft = {
+        const draft: ProposedFact = {
           type: 'tool.permission.decided',
           callId,
           decision,
@@ -224,7 +224,7 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
     async steer(input: { sessionId: string; text: string }): Promise<void> {
       const { sessionId, text } = checkMethodArgument('steer', input);
       return withSession(sessionId, async () => {
-        const draft: FactDraft = {
+        const draft: ProposedFact = {
           type: 'steering.received',
           messageId: generateId('message'),
           text,
@@ -237,7 +237,7 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
     async stop(input: { sessionId: string; reason?: string }): Promise<void> {
       const { sessionId, reason } = checkMethodArgument('stop', input);
       return withSession(sessionId, async () => {
-        const draft: FactDraft = {
+        const draft: ProposedFact = {
           type: 'run.stop.requested',
           reason: reason ?? 'stopped by the user',
         };

@@ -1,6 +1,6 @@
 import type { FinishReason as UIFinishReason } from 'ai';
 import { assertNever, type Fact, type FactOf, type FinishReason } from '../events/facts.ts';
-import type { TurnEvent } from '../machines/turn-channel.ts';
+import type { TurnEvent } from '../machines/effects/turn-channel.ts';
 import type { TurnlogMessageMetadata, TurnlogUIMessageChunk } from './ui-message-types.ts';
 import { createToolChunks } from './ui-tool-chunks.ts';
 

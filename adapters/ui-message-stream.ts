@@ -1,5 +1,5 @@
 import type { Fact } from '../events/facts.ts';
-import type { TurnEvent, TurnHandle } from '../machines/turn-channel.ts';
+import type { TurnEvent, TurnHandle } from '../machines/effects/turn-channel.ts';
 import { createChunkTranslator } from './ui-message-chunks.ts';
 import { foldChunks } from './ui-message-fold.ts';
 import type { TurnlogUIMessage, TurnlogUIMessageChunk } from './ui-message-types.ts';

@@ -9,7 +9,7 @@ import type { Fact, NewFact } from '../events/facts.ts';
 import { planRecovery } from '../events/plan-recovery.ts';
 import { projectHistory } from '../events/project-history.ts';
 import { projectTurn } from '../events/project-turn.ts';
-import { foldRun } from '../machines/rehydrate.ts';
+import { foldRun } from '../machines/pure/rehydrate.ts';
 import { lowdbStore } from '../store/lowdb-store.ts';
 import { memoryStore } from '../store/memory-store.ts';
 import { conversationPrompt } from './conversation.ts';

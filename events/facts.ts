@@ -141,7 +141,7 @@ export type { JsonObject };
  * make a repeated commit a no-op). The runtime adds the envelope (`id` if absent, `at`,
  * `sessionId`, `turnId`, `runId`, `state`) and `seq`.
  */
-export type FactDraft = {
+export type ProposedFact = {
   [TType in FactType]: { type: TType; id?: string } & FactPayloads[TType];
 }[FactType];
 
@@ -150,4 +150,4 @@ export type FactDraft = {
  * machine took it, `false` when it was not appended because the machine does not accept it
  * now (for example tool output after a stop, I10) or because its `id` is already in the log.
  */
-export type CommitFact = (draft: FactDraft) => Promise<boolean>;
+export type CommitFact = (draft: ProposedFact) => Promise<boolean>;

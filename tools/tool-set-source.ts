@@ -1,10 +1,10 @@
 import { hashJson } from '../events/json.ts';
 import type { RequestTool } from '../events/messages.ts';
 import { InvalidArgumentError } from '../runtime-errors.ts';
+import { createCallSettler } from './call-settler.ts';
 import { toModelToolDefinitions } from './define-tool.ts';
 import { type RuntimeTools, splitTools } from './provider-tool.ts';
-import type { PermissionPolicy, ToolRuntime } from './tool.ts';
-import { createToolRuntime } from './tool-runtime.ts';
+import type { CallSettler, PermissionPolicy } from './tool.ts';
 
 /**
  * The `tools` of `createRuntime`: a fixed tool set, or a function the runtime reads when a run
@@ -20,7 +20,7 @@ export interface RunTools {
   /** `hashJson(toolDefinitions)`, recorded in each `step.started` as `request.toolsHash`. */
   toolsHash: string;
   /** Executes the calls of the run against exactly the tools the model was shown. */
-  toolRuntime: ToolRuntime;
+  callSettler: CallSettler;
 }
 
 /** The tool set of each run: read once when the run is opened, then kept until it ends. */
@@ -56,7 +56,7 @@ export function createToolSetSource({
     return {
       toolDefinitions,
       toolsHash: hashJson(toolDefinitions),
-      toolRuntime: createToolRuntime({ tools: own, ...(policy ? { policy } : {}) }),
+      callSettler: createCallSettler({ tools: own, ...(policy ? { policy } : {}) }),
     };
   };
   if (typeof tools !== 'function') {

@@ -1,8 +1,8 @@
 import type {
   CommitFact,
   Fact,
-  FactDraft,
   PermissionDecision,
+  ProposedFact,
   RunLimits,
   ToolCallRecord,
 } from '../events/facts.ts';
@@ -10,7 +10,7 @@ import type { JsonValue } from '../events/json.ts';
 
 /**
  * The tool contract: what `defineTool` returns and what the tool runtime settles.
- * Tools are executed only by the tool runtime (tools/tool-runtime.ts), never by a model adapter.
+ * Tools are executed only by the call settler (tools/call-settler.ts), never by a model adapter.
  */
 
 /** The Standard Schema v1 interface (https://standardschema.dev); zod v4 schemas implement it. */
@@ -141,7 +141,7 @@ export interface SettleContext {
 }
 
 /** The tool runtime: the one place a tool executes. */
-export interface ToolRuntime {
+export interface CallSettler {
   /**
    * Validation, loop gate and permission for one call of a completed step. Returns, without
    * committing it, the one fact that decides the call: `tool.settled` (withheld, invalid,
@@ -150,7 +150,7 @@ export interface ToolRuntime {
    * every call's decision in the same append as `step.completed`; the loop gate reads
    * `context.facts`, the log before the step.
    */
-  decide(call: ToolCallRecord, context: SettleContext): Promise<FactDraft>;
+  decide(call: ToolCallRecord, context: SettleContext): Promise<ProposedFact>;
   /**
    * Settles a call whose decision is in the log. `allow`: validate again (the hash must match
    * the decision), commit `tool.started`, execute once, commit `tool.settled`; when

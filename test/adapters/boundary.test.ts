@@ -17,6 +17,20 @@ vi.mock('ai', async (importOriginal) => {
 });
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
+/** The source files under `path` (a file or a folder), node_modules left out. */
+function sourceFiles(path: string): string[] {
+  let stats: ReturnType<typeof statSync>;
+  try {
+    stats = statSync(path);
+  } catch {
+    return []; // a folder that does not exist yet holds no imports
+  }
+  if (stats.isFile()) return /\.(ts|mts|js|mjs)$/.test(path) ? [path] : [];
+  return readdirSync(path).flatMap((entry) =>
+    entry === 'node_modules' ? [] : sourceFiles(join(path, entry)),
+  );
+}
+
 const tools: ModelStepRequest['tools'] = ['readFile', 'writeFile'].map((name) => ({
   name,
   description: `the ${name} tool`,
@@ -124,19 +138,6 @@ describe('imports of the AI SDK', () => {
     'index.ts',
   ];
 
-  function sourceFiles(path: string): string[] {
-    let stats: ReturnType<typeof statSync>;
-    try {
-      stats = statSync(path);
-    } catch {
-      return []; // a folder that does not exist yet holds no imports
-    }
-    if (stats.isFile()) return /\.(ts|mts|js|mjs)$/.test(path) ? [path] : [];
-    return readdirSync(path).flatMap((entry) =>
-      entry === 'node_modules' ? [] : sourceFiles(join(path, entry)),
-    );
-  }
-
   function sdkImports(source: string): string[] {
     const pattern =
       /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\s*\(\s*)['"]((?:ai|@ai-sdk\/[^'"]+)(?:\/[^'"]*)?)['"]/g;
@@ -160,5 +161,47 @@ describe('imports of the AI SDK', () => {
       ),
     );
     expect(offenders).toEqual([]);
+  });
+});
+
+describe('the determinism boundary (I1): machines/pure/', () => {
+  // What the pure side may not touch: it folds facts into states, so it reads no clock, no
+  // randomness, no file, socket, process or store, sets no timer, and calls no effect.
+  const forbidden: [string, RegExp][] = [
+    ['a clock', /\bDate\.now\b|\bnew Date\(|\bperformance\.now\b/],
+    ['randomness', /\bMath\.random\b|\bcrypto\b/],
+    ['a timer', /\bsetTimeout\b|\bsetInterval\b|\bsetImmediate\b/],
+    ['I/O', /['"]node:(?:fs|net|http|https|child_process|dgram|worker_threads)(?:\/[^'"]*)?['"]/],
+    ['the store', /from\s*['"](?:\.\.\/)+store\//],
+    ['an effect', /from\s*['"](?:\.\.\/effects\/|\.\.\/\.\.\/machines\/effects\/)/],
+  ];
+
+  function offences(source: string): string[] {
+    return forbidden.flatMap(([what, pattern]) => (pattern.test(source) ? [what] : []));
+  }
+
+  it('finds what it is looking for', () => {
+    expect(
+      offences("const t = Date.now();\nimport { x } from '../effects/run-driver.ts';"),
+    ).toEqual(['a clock', 'an effect']);
+    expect(offences("import { readFile } from 'node:fs/promises';")).toEqual(['I/O']);
+    expect(offences("import { lowdbStore } from '../../store/lowdb-store.ts';")).toEqual([
+      'the store',
+    ]);
+    expect(offences('setTimeout(go, 1); crypto.randomUUID(); new Date(0)')).toEqual([
+      'a clock',
+      'randomness',
+      'a timer',
+    ]);
+    expect(offences("import { and } from 'xstate';\nconst d = data.now;")).toEqual([]);
+  });
+
+  it('finds no clock, randomness, timer, I/O, store or effect in machines/pure/', () => {
+    const files = sourceFiles(join(root, 'machines', 'pure'));
+    expect(files).toContain(join(root, 'machines', 'pure', 'turn-machine.ts'));
+    const found = files.flatMap((file) =>
+      offences(readFileSync(file, 'utf8')).map((what) => `${relative(root, file)} uses ${what}`),
+    );
+    expect(found).toEqual([]);
   });
 });

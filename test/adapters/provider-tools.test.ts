@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { AiSdkLanguageModel } from '../../adapters/ai-sdk-adapter.ts';
 import type { ContentPart, Fact, FactOf } from '../../events/facts.ts';
 import { projectHistory } from '../../events/project-history.ts';
-import type { TurnEvent } from '../../machines/turn-channel.ts';
+import type { TurnEvent } from '../../machines/effects/turn-channel.ts';
 import { memoryStore } from '../../store/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import type { ProviderTool } from '../../tools/provider-tool.ts';

@@ -9,7 +9,7 @@ import {
   toUIMessages,
 } from '../../adapters/ui-message-stream.ts';
 import { sequentialIds } from '../../events/ids.ts';
-import type { TurnHandle } from '../../machines/turn-channel.ts';
+import type { TurnHandle } from '../../machines/effects/turn-channel.ts';
 import { memoryStore } from '../../store/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import { deferred, testRuntime, until } from '../runtime/runtime-helpers.ts';

@@ -7,7 +7,7 @@ import { runInNewContext } from 'node:vm';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { describe, expect, it } from 'vitest';
 import { scriptedModel } from '../../adapters/scripted-model.ts';
-import type { TurnEvent } from '../../machines/turn-channel.ts';
+import type { TurnEvent } from '../../machines/effects/turn-channel.ts';
 import { createRuntime } from '../../runtime.ts';
 import { memoryStore } from '../../store/memory-store.ts';
 

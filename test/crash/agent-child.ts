@@ -11,7 +11,7 @@
 //   ended <status> <reason>                   the run ended
 //   history <json>                            runtime.history() once nothing is left to run
 // Usage: node test/crash/agent-child.ts '<ChildOptions as JSON>'
-import type { TurnHandle } from '../../machines/turn-channel.ts';
+import type { TurnHandle } from '../../machines/effects/turn-channel.ts';
 import { createRuntime } from '../../runtime.ts';
 import { lowdbStore } from '../../store/lowdb-store.ts';
 import {

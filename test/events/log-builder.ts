@@ -1,8 +1,8 @@
 import type {
   ContentPart,
   Fact,
-  FactDraft,
   FactOf,
+  ProposedFact,
   ToolCallRecord,
   ToolOutcome,
   Usage,
@@ -23,7 +23,7 @@ export function logBuilder(options: { sessionId?: string; idPrefix?: string } = 
   let runId = 'run_0';
   let turnId = 'turn_0';
 
-  function add(draft: FactDraft, state?: string): Fact {
+  function add(draft: ProposedFact, state?: string): Fact {
     const seq = facts.length + 1;
     const fact = {
       id: draft.id ?? `${idPrefix}_${seq}`,
@@ -64,7 +64,7 @@ const unknownUsage: Usage = {
 
 /** Drafts of the facts crafted tests need, with plain defaults. */
 export const draft = {
-  runStarted: (text: string): FactDraft => ({
+  runStarted: (text: string): ProposedFact => ({
     type: 'run.started',
     input: { text },
     runtimeVersion: 'test',
@@ -73,7 +73,7 @@ export const draft = {
   stepStarted: (
     stepId: string,
     options: { provider?: string; attempt?: number; projectedThroughSeq?: number } = {},
-  ): FactDraft => ({
+  ): ProposedFact => ({
     type: 'step.started',
     stepId,
     attempt: options.attempt ?? 1,
@@ -92,7 +92,7 @@ export const draft = {
   stepCompleted: (
     stepId: string,
     options: { content?: ContentPart[]; calls?: ToolCallRecord[]; usage?: Partial<Usage> } = {},
-  ): FactDraft => ({
+  ): ProposedFact => ({
     type: 'step.completed',
     stepId,
     finishReason: {
@@ -107,7 +107,7 @@ export const draft = {
   stepFailed: (
     stepId: string,
     kind: 'rate_limit' | 'context_overflow' = 'rate_limit',
-  ): FactDraft => ({
+  ): ProposedFact => ({
     type: 'step.failed',
     stepId,
     error: { kind, retryable: kind === 'rate_limit', message: kind },
@@ -130,28 +130,28 @@ export const draft = {
     proof: null,
     withheld: 'the step finished with length',
   }),
-  allowed: (callId: string, input: JsonValue = {}): FactDraft => ({
+  allowed: (callId: string, input: JsonValue = {}): ProposedFact => ({
     type: 'tool.permission.decided',
     callId,
     decision: 'allow',
     inputHash: hashJson(input),
     by: 'policy',
   }),
-  asked: (callId: string, input: JsonValue = {}): FactDraft => ({
+  asked: (callId: string, input: JsonValue = {}): ProposedFact => ({
     type: 'tool.permission.requested',
     callId,
     name: 'tool',
     input,
     inputHash: hashJson(input),
   }),
-  started: (callId: string, input: JsonValue = {}): FactDraft => ({
+  started: (callId: string, input: JsonValue = {}): ProposedFact => ({
     type: 'tool.started',
     callId,
     name: 'tool',
     input,
     inputHash: hashJson(input),
   }),
-  settled: (callId: string, text: string, outcome: ToolOutcome = 'success'): FactDraft => ({
+  settled: (callId: string, text: string, outcome: ToolOutcome = 'success'): ProposedFact => ({
     type: 'tool.settled',
     callId,
     name: 'tool',
@@ -159,17 +159,17 @@ export const draft = {
     text,
     truncated: false,
   }),
-  indeterminate: (callId: string): FactDraft => ({
+  indeterminate: (callId: string): ProposedFact => ({
     type: 'tool.indeterminate',
     callId,
     name: 'tool',
   }),
-  steering: (text: string): FactDraft => ({
+  steering: (text: string): ProposedFact => ({
     type: 'steering.received',
     messageId: `m_${text}`,
     text,
   }),
-  compacted: (summary: string, throughSeq: number): FactDraft => ({
+  compacted: (summary: string, throughSeq: number): ProposedFact => ({
     type: 'compaction.completed',
     summary,
     throughSeq,
@@ -179,7 +179,7 @@ export const draft = {
   ended: (
     status: 'completed' | 'failed' | 'aborted' = 'completed',
     reason = 'end_turn',
-  ): FactDraft => ({
+  ): ProposedFact => ({
     type: 'run.ended',
     status,
     reason,

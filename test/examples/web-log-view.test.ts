@@ -3,7 +3,7 @@ import type { Fact } from '../../events/facts.ts';
 import { logDamage, logViewAt } from '../../examples/web/server/log-view.ts';
 import { machineChart } from '../../examples/web/server/machine-chart.ts';
 import { layoutChart } from '../../examples/web/src/chart-layout.ts';
-import { turnMachine } from '../../machines/turn-machine.ts';
+import { turnMachine } from '../../machines/pure/turn-machine.ts';
 import { sampleLogs } from '../helpers/sample-logs.ts';
 
 describe('machineChart', () => {

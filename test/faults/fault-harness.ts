@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { RunLimits } from '../../events/facts.ts';
 import { assertNever, type Fact } from '../../events/facts.ts';
 import type { JsonValue } from '../../events/json.ts';
-import type { TurnEvent, TurnHandle, TurnResult } from '../../machines/turn-channel.ts';
+import type { TurnEvent, TurnHandle, TurnResult } from '../../machines/effects/turn-channel.ts';
 import { memoryStore } from '../../store/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import { createFakeFetch, type FakeFetch, type FakeResponse } from '../helpers/fake-fetch.ts';

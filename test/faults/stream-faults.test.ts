@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FactOf } from '../../events/facts.ts';
-import type { TurnEvent } from '../../machines/turn-channel.ts';
+import type { TurnEvent } from '../../machines/effects/turn-channel.ts';
 import { faultRuntime, finishWithFakeTimers, trace, watch } from './fault-harness.ts';
 import { type ProviderProfile, providers, serve, settledCalls } from './provider-profiles.ts';
 

@@ -1,4 +1,4 @@
-import type { Fact, FactDraft, RunLimits } from '../../events/facts.ts';
+import type { Fact, ProposedFact, RunLimits } from '../../events/facts.ts';
 
 export const testLimits: RunLimits = {
   maxSteps: 10,
@@ -21,7 +21,7 @@ export function factBuilder(
   const runId = options.runId ?? 'run_1';
   const turnId = options.turnId ?? 'turn_1';
   let seq = (options.firstSeq ?? 1) - 1;
-  return (draft: FactDraft): Fact => {
+  return (draft: ProposedFact): Fact => {
     seq += 1;
     return {
       id: draft.id ?? `fact_${seq}`,
@@ -36,7 +36,7 @@ export function factBuilder(
 }
 
 /** `run.started` with the test limits (override any). */
-export function runStartedDraft(text = 'hello', limits: Partial<RunLimits> = {}): FactDraft {
+export function runStartedDraft(text = 'hello', limits: Partial<RunLimits> = {}): ProposedFact {
   return {
     type: 'run.started',
     input: { text },

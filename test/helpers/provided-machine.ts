@@ -1,5 +1,5 @@
 import type { AnyActorLogic } from 'xstate';
-import { turnMachine } from '../../machines/turn-machine.ts';
+import { turnMachine } from '../../machines/pure/turn-machine.ts';
 
 /** The turn machine's actors, by the name the machine invokes them with. */
 export const actorNames = [

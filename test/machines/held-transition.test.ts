@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, fromCallback } from 'xstate';
-import type { Fact, FactDraft, FactOf } from '../../events/facts.ts';
-import { heldTransition } from '../../machines/pure-transition.ts';
-import { stateToString } from '../../machines/state-path.ts';
-import { inputFromRunStarted } from '../../machines/turn-context.ts';
+import type { Fact, FactOf, ProposedFact } from '../../events/facts.ts';
+import { heldTransition } from '../../machines/pure/pure-transition.ts';
+import { statePath } from '../../machines/pure/state-path.ts';
+import { inputFromRunStarted } from '../../machines/pure/turn-context.ts';
 import { factBuilder, runStartedDraft } from '../helpers/fact-builder.ts';
 import { providedMachine } from '../helpers/provided-machine.ts';
 
@@ -31,7 +31,7 @@ const usage = {
 };
 
 /** A run of two tool steps, a stop while the second one's call runs, and its cancellation. */
-const drafts: FactDraft[] = [
+const drafts: ProposedFact[] = [
   {
     type: 'step.started',
     stepId: 'step_1',
@@ -104,7 +104,7 @@ describe('heldTransition', () => {
       expect(transition.adopt(fact)).toBe(true);
       const [live, adopted] = [sent.actor.getSnapshot(), held.actor.getSnapshot()];
       expect(adopted).toBe(transition.snapshot);
-      expect(stateToString(adopted.value)).toBe(stateToString(live.value));
+      expect(statePath(adopted.value)).toBe(statePath(live.value));
       expect(adopted.context).toStrictEqual(live.context);
       expect(adopted.status).toBe(live.status);
       expect(Object.keys(adopted.children).sort()).toEqual(Object.keys(live.children).sort());
@@ -127,9 +127,9 @@ describe('heldTransition', () => {
 
   it('refuses to adopt once the actor has moved, and never starts the children of a transition not adopted', () => {
     const { actor, log, fact } = liveMachine();
-    actor.send(fact(drafts[0] as FactDraft));
-    const completed = fact(drafts[1] as FactDraft) as Fact;
-    const allowed = fact(drafts[2] as FactDraft) as Fact;
+    actor.send(fact(drafts[0] as ProposedFact));
+    const completed = fact(drafts[1] as ProposedFact) as Fact;
+    const allowed = fact(drafts[2] as ProposedFact) as Fact;
     actor.send(completed);
     const stale = heldTransition(actor, actor.getSnapshot(), allowed);
     expect(Object.keys(stale.snapshot.children)).toContain('run:step_1:c1');

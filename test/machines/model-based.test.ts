@@ -2,7 +2,7 @@ import { toDirectedGraph } from '@xstate/graph';
 import { describe, expect, it } from 'vitest';
 import type { Fact } from '../../events/facts.ts';
 import { sequentialIds } from '../../events/ids.ts';
-import { turnMachine } from '../../machines/turn-machine.ts';
+import { turnMachine } from '../../machines/pure/turn-machine.ts';
 import { memoryStore } from '../../store/memory-store.ts';
 import { factBuilder, runStartedDraft } from '../helpers/fact-builder.ts';
 import { runModelPath } from './model-director.ts';

@@ -1,8 +1,8 @@
 import { getAdjacencyMap } from '@xstate/graph';
-import type { Fact, FactDraft, RunLimits, ToolCallRecord } from '../../events/facts.ts';
-import { stateToString } from '../../machines/state-path.ts';
-import type { TurnContext } from '../../machines/turn-context.ts';
-import { turnMachine } from '../../machines/turn-machine.ts';
+import type { Fact, ProposedFact, RunLimits, ToolCallRecord } from '../../events/facts.ts';
+import { statePath } from '../../machines/pure/state-path.ts';
+import type { TurnContext } from '../../machines/pure/turn-context.ts';
+import { turnMachine } from '../../machines/pure/turn-machine.ts';
 
 /**
  * The abstract model the model-based test explores: for each machine state, the facts the live
@@ -67,7 +67,7 @@ export const modelLimits = (window: boolean): RunLimits => ({
 });
 
 let seq = 0;
-function fact(draft: FactDraft, variant: Variant): ModelFact {
+function fact(draft: ProposedFact, variant: Variant): ModelFact {
   seq += 1;
   return {
     id: `m${seq}`,
@@ -153,7 +153,7 @@ const settled = (
 /** The facts the runtime can produce from this snapshot (see the file header). */
 export function candidateFacts(snapshot: Snapshot): ModelFact[] {
   const { context } = snapshot;
-  const state = stateToString(snapshot.value);
+  const state = statePath(snapshot.value);
   const steered = context.lastSteeringSeq > context.projectedThroughSeq;
   const once = context.recoveries === 0;
   const stop = fact({ type: 'run.stop.requested', reason: 'stop' }, 'stop');
@@ -355,7 +355,7 @@ export function candidateFacts(snapshot: Snapshot): ModelFact[] {
 export function serializeModelState(snapshot: Snapshot): string {
   const { context } = snapshot;
   return JSON.stringify([
-    stateToString(snapshot.value),
+    statePath(snapshot.value),
     context.attempt,
     context.completedSteps,
     context.overflowCompactions,
@@ -408,7 +408,7 @@ export function modelPaths(): ModelPath[] {
       const path = pathTo.get(key) as { facts: ModelFact[]; states: string[] };
       const entry = adjacency[key];
       if (entry === undefined) continue;
-      const source = stateToString(entry.state.value);
+      const source = statePath(entry.state.value);
       for (const { event, state } of Object.values(entry.transitions)) {
         // recover() holds the session until its run.recovered is durable, so nothing can be
         // queued in the projection that follows it: the runtime leaves it at once.
@@ -419,7 +419,7 @@ export function modelPaths(): ModelPath[] {
           (event.variant === 'stop' || event.variant === 'recover')
         )
           continue;
-        const target = stateToString(state.value);
+        const target = statePath(state.value);
         const next = { facts: [...path.facts, event], states: [...path.states, target] };
         const covers = `${source}|${event.type}:${event.variant}|${target}`;
         if (!chosen.has(covers)) chosen.set(covers, { window, ...next, covers });

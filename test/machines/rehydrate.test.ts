@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import type { Fact, FactOf } from '../../events/facts.ts';
-import { foldRun, ReplayDivergenceError } from '../../machines/rehydrate.ts';
-import { stateToString } from '../../machines/state-path.ts';
-import { inputFromRunStarted } from '../../machines/turn-context.ts';
-import { turnMachine } from '../../machines/turn-machine.ts';
+import { foldRun, ReplayDivergenceError } from '../../machines/pure/rehydrate.ts';
+import { statePath } from '../../machines/pure/state-path.ts';
+import { inputFromRunStarted } from '../../machines/pure/turn-context.ts';
+import { turnMachine } from '../../machines/pure/turn-machine.ts';
 import { sampleLogs } from '../helpers/sample-logs.ts';
 
 const runIds = (facts: Fact[]) => [...new Set(facts.map((fact) => fact.runId))];
@@ -26,12 +26,10 @@ describe('foldRun', () => {
             runId,
           );
           const live = liveActor.getSnapshot();
-          expect(stateToString(snapshot.value), `${name} seq ${fact.seq}`).toBe(
-            stateToString(live.value),
-          );
+          expect(statePath(snapshot.value), `${name} seq ${fact.seq}`).toBe(statePath(live.value));
           expect(snapshot.context).toEqual(live.context);
           expect(snapshot.status).toBe(live.status);
-          if (fact.state !== undefined) expect(stateToString(snapshot.value)).toBe(fact.state);
+          if (fact.state !== undefined) expect(statePath(snapshot.value)).toBe(fact.state);
         }
         const ended = runFacts.find((fact) => fact.type === 'run.ended');
         if (ended?.type === 'run.ended') {

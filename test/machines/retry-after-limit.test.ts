@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { ModelStepCompletion } from '../../adapters/model-adapter.ts';
-import { defaultMaxRetryAfterMs, limitRetryAfter } from '../../machines/retry-timer-actor.ts';
+import {
+  defaultMaxRetryAfterMs,
+  limitRetryAfter,
+} from '../../machines/effects/retry-timer-actor.ts';
 
 const rateLimited = (retryAfterMs: number | undefined): ModelStepCompletion => ({
   type: 'step.failed',

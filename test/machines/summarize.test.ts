@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Fact, FactDraft } from '../../events/facts.ts';
+import type { Fact, ProposedFact } from '../../events/facts.ts';
 import { projectHistory } from '../../events/project-history.ts';
-import { chooseThroughSeq } from '../../machines/summarize-actor.ts';
+import { chooseThroughSeq } from '../../machines/effects/summarize-actor.ts';
 import { factBuilder, runStartedDraft } from '../helpers/fact-builder.ts';
 
 const usage = {
@@ -18,7 +18,7 @@ const request = {
   activeTools: undefined,
   inputHash: 'h',
 };
-const completed = (stepId: string, text: string): FactDraft => ({
+const completed = (stepId: string, text: string): ProposedFact => ({
   type: 'step.completed',
   stepId,
   finishReason: { unified: 'stop', raw: 'stop' },

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, fromCallback } from 'xstate';
-import type { Fact, FactDraft, FactOf, RunLimits, ToolCallRecord } from '../../events/facts.ts';
-import { stateToString } from '../../machines/state-path.ts';
-import { inputFromRunStarted } from '../../machines/turn-context.ts';
+import type { Fact, FactOf, ProposedFact, RunLimits, ToolCallRecord } from '../../events/facts.ts';
+import { statePath } from '../../machines/pure/state-path.ts';
+import { inputFromRunStarted } from '../../machines/pure/turn-context.ts';
 import { factBuilder, runStartedDraft } from '../helpers/fact-builder.ts';
 import { providedMachine } from '../helpers/provided-machine.ts';
 
@@ -17,13 +17,13 @@ function drive(limits: Partial<RunLimits> = {}) {
   const fact = factBuilder();
   const runStarted = fact(runStartedDraft('hello', limits)) as FactOf<'run.started'>;
   const actor = createActor(machine, { input: inputFromRunStarted(runStarted) }).start();
-  const send = (draft: FactDraft) => {
+  const send = (draft: ProposedFact) => {
     const next = fact(draft);
     actor.send(next);
-    return stateToString(actor.getSnapshot().value);
+    return statePath(actor.getSnapshot().value);
   };
-  const can = (draft: FactDraft) => actor.getSnapshot().can({ ...fact(draft) } as Fact);
-  return { actor, send, can, started, state: () => stateToString(actor.getSnapshot().value) };
+  const can = (draft: ProposedFact) => actor.getSnapshot().can({ ...fact(draft) } as Fact);
+  return { actor, send, can, started, state: () => statePath(actor.getSnapshot().value) };
 }
 
 const call = (
@@ -37,7 +37,7 @@ const call = (
   proof: 'raw-bytes',
 });
 
-const stepStarted = (stepId = 'step_1', attempt = 1): FactDraft => ({
+const stepStarted = (stepId = 'step_1', attempt = 1): ProposedFact => ({
   type: 'step.started',
   stepId,
   attempt,
@@ -51,7 +51,7 @@ const stepStarted = (stepId = 'step_1', attempt = 1): FactDraft => ({
   },
 });
 
-const stepCompleted = (toolCalls: ToolCallRecord[] = [], stepId = 'step_1'): FactDraft => ({
+const stepCompleted = (toolCalls: ToolCallRecord[] = [], stepId = 'step_1'): ProposedFact => ({
   type: 'step.completed',
   stepId,
   finishReason: { unified: toolCalls.length > 0 ? 'tool-calls' : 'stop', raw: undefined },
@@ -66,7 +66,7 @@ const stepCompleted = (toolCalls: ToolCallRecord[] = [], stepId = 'step_1'): Fac
   response: { id: 'r', modelId: 'm' },
 });
 
-const allow = (callId: string, by: 'policy' | 'user' = 'policy'): FactDraft => ({
+const allow = (callId: string, by: 'policy' | 'user' = 'policy'): ProposedFact => ({
   type: 'tool.permission.decided',
   callId,
   decision: 'allow',
@@ -74,7 +74,7 @@ const allow = (callId: string, by: 'policy' | 'user' = 'policy'): FactDraft => (
   by,
 });
 
-const settled = (callId: string, outcome: 'success' | 'error' = 'success'): FactDraft => ({
+const settled = (callId: string, outcome: 'success' | 'error' = 'success'): ProposedFact => ({
   type: 'tool.settled',
   callId,
   name: 'echo',
@@ -83,7 +83,7 @@ const settled = (callId: string, outcome: 'success' | 'error' = 'success'): Fact
   truncated: false,
 });
 
-const started = (callId: string): FactDraft => ({
+const started = (callId: string): ProposedFact => ({
   type: 'tool.started',
   callId,
   name: 'echo',
@@ -94,7 +94,7 @@ const started = (callId: string): FactDraft => ({
 const failed = (
   kind: 'rate_limit' | 'context_overflow' | 'auth',
   options: { observedOutput?: boolean; retryAfterMs?: number } = {},
-): FactDraft => ({
+): ProposedFact => ({
   type: 'step.failed',
   stepId: 'step_1',
   error: {
@@ -172,7 +172,7 @@ describe('turnMachine', () => {
     (unified, raw, outcome) => {
       const run = drive();
       run.send(stepStarted());
-      const completed = { ...stepCompleted(), finishReason: { unified, raw } } as FactDraft;
+      const completed = { ...stepCompleted(), finishReason: { unified, raw } } as ProposedFact;
       expect(run.send(completed)).toBe('terminal');
       expect(run.actor.getSnapshot().output).toEqual(outcome);
     },
@@ -206,7 +206,7 @@ describe('turnMachine', () => {
     run.send(stepCompleted([call('c1')]));
     expect(run.can(started('c1'))).toBe(false);
     run.send(allow('c1'));
-    expect(run.can({ ...started('c1'), inputHash: 'other' } as FactDraft)).toBe(false);
+    expect(run.can({ ...started('c1'), inputHash: 'other' } as ProposedFact)).toBe(false);
     expect(run.can(started('c1'))).toBe(true);
   });
 
@@ -268,7 +268,7 @@ describe('turnMachine', () => {
         decision: { decision: 'deny', inputHash: 'hash-c2', by: 'user', reason: 'no' },
       },
     });
-    expect(run.send({ ...settled('c2'), outcome: 'denied' } as FactDraft)).toBe('projecting');
+    expect(run.send({ ...settled('c2'), outcome: 'denied' } as ProposedFact)).toBe('projecting');
   });
 
   it('keeps steering that arrives during a tool and answers steering that arrives during a final step', () => {
@@ -281,13 +281,13 @@ describe('turnMachine', () => {
       'settlingTools.running',
     );
     expect(run.send(settled('c1'))).toBe('projecting');
-    run.send({ ...stepStarted('step_2'), projectedThroughSeq: 8 } as FactDraft);
+    run.send({ ...stepStarted('step_2'), projectedThroughSeq: 8 } as ProposedFact);
     expect(run.send({ type: 'steering.received', messageId: 'm2', text: 'and c' })).toBe(
       'requesting.streaming',
     );
     // The model ended its turn, but a steering message arrived after the request was projected.
     expect(run.send(stepCompleted([], 'step_2'))).toBe('projecting');
-    run.send({ ...stepStarted('step_3'), projectedThroughSeq: 11 } as FactDraft);
+    run.send({ ...stepStarted('step_3'), projectedThroughSeq: 11 } as ProposedFact);
     expect(run.send(stepCompleted([], 'step_3'))).toBe('terminal');
   });
 
@@ -356,7 +356,7 @@ describe('turnMachine', () => {
     expect(run.actor.getSnapshot().context.compactedSinceStep).toBe(true);
     expect(run.can({ type: 'compaction.started', reason: 'budget' })).toBe(false);
     expect(run.send(stepStarted('step_2'))).toBe('requesting.streaming');
-    expect(run.send({ ...failed('context_overflow'), stepId: 'step_2' } as FactDraft)).toBe(
+    expect(run.send({ ...failed('context_overflow'), stepId: 'step_2' } as ProposedFact)).toBe(
       'terminal',
     );
     expect(run.actor.getSnapshot().output).toMatchObject({
@@ -396,7 +396,7 @@ describe('turnMachine', () => {
   });
 
   describe('stop wins from every non-terminal state (I10)', () => {
-    const stop: FactDraft = { type: 'run.stop.requested', reason: 'user' };
+    const stop: ProposedFact = { type: 'run.stop.requested', reason: 'user' };
     const aborted = { status: 'aborted', reason: 'stop_requested' };
 
     it.each([
@@ -404,7 +404,7 @@ describe('turnMachine', () => {
       ['compacting', [{ type: 'compaction.started', reason: 'budget' }]],
       ['requesting.streaming', [stepStarted()]],
       ['requesting.backingOff', [stepStarted(), failed('rate_limit')]],
-    ] as [string, FactDraft[]][])('ends at once from %s', (state, before) => {
+    ] as [string, ProposedFact[]][])('ends at once from %s', (state, before) => {
       const run = drive();
       for (const draft of before) run.send(draft);
       expect(run.state()).toBe(state);
@@ -426,8 +426,8 @@ describe('turnMachine', () => {
         { callId: 'c2', outcome: 'cancelled' },
       ]);
       expect(run.can(allow('c1'))).toBe(false);
-      run.send({ ...settled('c1'), outcome: 'cancelled' } as FactDraft);
-      expect(run.send({ ...settled('c2'), outcome: 'cancelled' } as FactDraft)).toBe('terminal');
+      run.send({ ...settled('c1'), outcome: 'cancelled' } as ProposedFact);
+      expect(run.send({ ...settled('c2'), outcome: 'cancelled' } as ProposedFact)).toBe('terminal');
       expect(run.actor.getSnapshot().output).toEqual(aborted);
     });
 
@@ -444,8 +444,8 @@ describe('turnMachine', () => {
       );
       expect(abandoners.map((actor) => (actor.input as { callId: string }).callId)).toEqual(['c2']);
       expect(run.can(started('c2'))).toBe(false);
-      run.send({ ...settled('c2'), outcome: 'cancelled' } as FactDraft);
-      expect(run.send({ ...settled('c1'), outcome: 'unknown' } as FactDraft)).toBe('terminal');
+      run.send({ ...settled('c2'), outcome: 'cancelled' } as ProposedFact);
+      expect(run.send({ ...settled('c1'), outcome: 'unknown' } as ProposedFact)).toBe('terminal');
       expect(run.can(settled('c1'))).toBe(false);
     });
 
@@ -461,7 +461,7 @@ describe('turnMachine', () => {
         inputHash: 'hash-c1',
       });
       expect(run.send(stop)).toBe('settlingTools.stopping');
-      expect(run.send({ ...settled('c1'), outcome: 'cancelled' } as FactDraft)).toBe('terminal');
+      expect(run.send({ ...settled('c1'), outcome: 'cancelled' } as ProposedFact)).toBe('terminal');
       expect(run.actor.getSnapshot().output).toEqual(aborted);
     });
 
@@ -485,7 +485,7 @@ describe('turnMachine', () => {
           by: 'user',
         }),
       ).toBe('settlingTools.stopping');
-      expect(run.send({ ...settled('c1'), outcome: 'cancelled' } as FactDraft)).toBe('terminal');
+      expect(run.send({ ...settled('c1'), outcome: 'cancelled' } as ProposedFact)).toBe('terminal');
       expect(run.actor.getSnapshot().output).toEqual({
         status: 'aborted',
         reason: 'permission_abort',
@@ -522,7 +522,7 @@ describe('turnMachine', () => {
       run.send(allow('c2'));
       run.send(started('c1'));
       run.send({ type: 'run.stop.requested', reason: 'user' });
-      run.send({ ...settled('c2'), outcome: 'cancelled' } as FactDraft);
+      run.send({ ...settled('c2'), outcome: 'cancelled' } as ProposedFact);
       expect(run.send({ type: 'tool.indeterminate', callId: 'c1', name: 'echo' })).toBe(
         'settlingTools.stopping',
       );
@@ -537,7 +537,7 @@ describe('turnMachine', () => {
         src: 'settleTool',
         input: { phase: 'abandon', callId: 'c1', outcome: 'unknown' },
       });
-      expect(run.send({ ...settled('c1'), outcome: 'unknown' } as FactDraft)).toBe('terminal');
+      expect(run.send({ ...settled('c1'), outcome: 'unknown' } as ProposedFact)).toBe('terminal');
       expect(run.actor.getSnapshot().output).toEqual({
         status: 'aborted',
         reason: 'stop_requested',

@@ -5,11 +5,11 @@ import { aiSdkAdapter } from '../../adapters/ai-sdk-adapter.ts';
 import { type ScriptedStep, scriptedModel } from '../../adapters/scripted-model.ts';
 import type { Fact, FactOf } from '../../events/facts.ts';
 import { type IdGenerator, sequentialIds } from '../../events/ids.ts';
-import { createLiveRuns, type RecoveredRun } from '../../machines/live-runs.ts';
-import { foldRun, ReplayDivergenceError, rehydrateRun } from '../../machines/rehydrate.ts';
-import type { TurnMachine } from '../../machines/run-driver.ts';
-import { stateToString } from '../../machines/state-path.ts';
-import { turnMachine } from '../../machines/turn-machine.ts';
+import { createLiveRuns, type RecoveredRun } from '../../machines/effects/live-runs.ts';
+import { foldRun, ReplayDivergenceError, rehydrateRun } from '../../machines/pure/rehydrate.ts';
+import { statePath } from '../../machines/pure/state-path.ts';
+import type { TurnMachine } from '../../machines/pure/turn-machine.ts';
+import { turnMachine } from '../../machines/pure/turn-machine.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import { memoryStore } from '../../store/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
@@ -143,7 +143,7 @@ describe('a run begun by an older turn machine resumes on a newer one', () => {
       const runId = facts[0]?.runId ?? '';
       const rebuilt = rehydrateRun(facts, runId, upgraded);
       expect(rebuilt.path).toBe('upgraded');
-      expect(stateToString(rebuilt.snapshot.value)).toBe(state);
+      expect(statePath(rebuilt.snapshot.value)).toBe(state);
       // Only the path to a state changed: the new machine's actions give the old one's context.
       expect(rebuilt.snapshot.context).toEqual(foldRun(facts, runId).snapshot.context);
     },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { InspectionEvent } from 'xstate';
 import { scriptedModel } from '../../adapters/scripted-model.ts';
-import { stateToString } from '../../machines/state-path.ts';
+import { statePath } from '../../machines/pure/state-path.ts';
 import { memoryStore } from '../../store/memory-store.ts';
 import { addTool, isFactOf, testRuntime, until } from './runtime-helpers.ts';
 
@@ -29,7 +29,7 @@ describe('createRuntime({ inspect })', () => {
       if (event.type !== '@xstate.snapshot' || event.actorRef.sessionId !== event.rootId) continue;
       const snapshot = event.snapshot as { value?: unknown };
       if (snapshot.value === undefined) continue;
-      const state = stateToString(snapshot.value as string);
+      const state = statePath(snapshot.value as string);
       if (states.at(-1) !== state) states.push(state);
     }
     expect(states).toEqual([

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Fact } from '../../events/facts.ts';
 import { sequentialIds } from '../../events/ids.ts';
-import type { TurnEvent, TurnHandle } from '../../machines/turn-channel.ts';
+import type { TurnEvent, TurnHandle } from '../../machines/effects/turn-channel.ts';
 import { createRuntime, type RuntimeOptions } from '../../runtime.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';

@@ -1,18 +1,18 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import type { Fact, FactDraft, ToolOutcome } from '../../events/facts.ts';
+import type { Fact, ProposedFact, ToolOutcome } from '../../events/facts.ts';
 import { hashJson } from '../../events/json.ts';
+import { createCallSettler } from '../../tools/call-settler.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import { createLoopGate } from '../../tools/loop-gate.ts';
 import type { StandardSchemaV1 } from '../../tools/tool.ts';
-import { createToolRuntime } from '../../tools/tool-runtime.ts';
 import { factBuilder } from '../helpers/fact-builder.ts';
 import { createToolLog, decideCall, decisionOf, provenCall } from './helpers/tool-log.ts';
 
 /** Facts of one step whose single call of `name` started with `input` and settled `outcome`. */
 function stepFacts(
-  build: (draft: FactDraft) => Fact,
+  build: (draft: ProposedFact) => Fact,
   stepId: string,
   name: string,
   input: Record<string, string>,
@@ -187,7 +187,7 @@ describe('the loop gate in the tool runtime', () => {
       inputSchema: z.object({ target: z.string() }),
       execute,
     });
-    const runtime = createToolRuntime({ tools: { make: tool } });
+    const runtime = createCallSettler({ tools: { make: tool } });
     const log = createToolLog();
     for (const stepId of ['step_1', 'step_2', 'step_3']) {
       const call = provenCall('make', { target: 'all' });
@@ -219,7 +219,7 @@ describe('the loop gate in the tool runtime', () => {
       inputSchema: z.object({ target: z.string() }),
       execute,
     });
-    const runtime = createToolRuntime({ tools: { make: tool } });
+    const runtime = createCallSettler({ tools: { make: tool } });
     const log = createToolLog();
     const targets = ['all', 'all', 'all', 'all', 'all', 'clean', 'all'];
     for (const [index, target] of targets.entries()) {
@@ -264,7 +264,7 @@ describe('the loop gate in the tool runtime', () => {
     };
     const execute = vi.fn(() => 'ran');
     const tool = defineTool({ description: 'Flaky schema', inputSchema: schema, execute });
-    const runtime = createToolRuntime({ tools: { flaky: tool } });
+    const runtime = createCallSettler({ tools: { flaky: tool } });
     const log = createToolLog();
     for (const stepId of ['step_1', 'step_2', 'step_3']) {
       if (stepId === 'step_3') accepting = true;

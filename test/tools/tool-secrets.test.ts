@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { hashJson } from '../../events/json.ts';
+import { createCallSettler } from '../../tools/call-settler.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import type { Tool } from '../../tools/tool.ts';
 import { readSecrets } from '../../tools/tool-output.ts';
-import { createToolRuntime } from '../../tools/tool-runtime.ts';
 import {
   allowDecision,
   createToolLog,
@@ -22,7 +22,7 @@ const apiKey = 'sk-live-0123456789';
 
 /** Settles one call of `tool` (decide, then run with the decision in the log). */
 async function settleOne(tool: Tool, input: Record<string, unknown> = {}) {
-  const runtime = createToolRuntime({ tools: { api: tool } });
+  const runtime = createCallSettler({ tools: { api: tool } });
   const log = createToolLog();
   const call = provenCall('api', input as never);
   await log.completeStep('step_1', [call]);
@@ -32,7 +32,7 @@ async function settleOne(tool: Tool, input: Record<string, unknown> = {}) {
 
 /** Starts running one allowed call of `tool` with input `{}`; `running` settles it. */
 async function startAllowed(tool: Tool) {
-  const runtime = createToolRuntime({ tools: { api: tool } });
+  const runtime = createCallSettler({ tools: { api: tool } });
   const log = createToolLog();
   const call = provenCall('api', {});
   const context = await log.completeStep('step_1', [call]);

@@ -11,7 +11,7 @@ import {
   projectHistory,
   projectTurn,
   ReplayDivergenceError,
-  stateToString,
+  statePath,
   type TurnReadModel,
 } from '../../../index.ts';
 
@@ -81,7 +81,7 @@ export function logDamage(facts: readonly Fact[]): LogDamage[] {
 function stateAt(through: readonly Fact[], fact: Fact): StateAtSeq {
   try {
     const { snapshot } = foldRun(through, fact.runId);
-    return { recorded: fact.state, replayed: stateToString(snapshot.value), divergence: undefined };
+    return { recorded: fact.state, replayed: statePath(snapshot.value), divergence: undefined };
   } catch (error) {
     if (!ReplayDivergenceError.isInstance(error)) throw error;
     return { recorded: fact.state, replayed: undefined, divergence: error.message };

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { hashJson } from '../../../events/json.ts';
 import { workspaceTools } from '../../../tools/builtin/workspace-tools.ts';
-import { createToolRuntime } from '../../../tools/tool-runtime.ts';
+import { createCallSettler } from '../../../tools/call-settler.ts';
 import { callTool, tempWorkspace } from '../helpers/call-tool.ts';
 import { createToolLog, provenCall } from '../helpers/tool-log.ts';
 
@@ -159,7 +159,7 @@ describe('runCommand', () => {
 
   it('kills the process group when the run stops, settling cancelled', async () => {
     const tools = workspaceTools({ root, permissions: { runCommand: 'allow' } });
-    const runtime = createToolRuntime({ tools });
+    const runtime = createCallSettler({ tools });
     const log = createToolLog();
     const call = provenCall('runCommand', {
       command: 'sh',

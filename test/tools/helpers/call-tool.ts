@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FactOf, RunLimits } from '../../../events/facts.ts';
 import type { JsonValue } from '../../../events/json.ts';
+import { createCallSettler } from '../../../tools/call-settler.ts';
 import type { ToolSet } from '../../../tools/tool.ts';
-import { createToolRuntime } from '../../../tools/tool-runtime.ts';
 import { createToolLog, decideCall, decisionOf, provenCall } from './tool-log.ts';
 
 /**
@@ -17,7 +17,7 @@ export async function callTool(
   input: JsonValue,
   limits: Partial<RunLimits> = { toolOutputChars: 100_000 },
 ) {
-  const runtime = createToolRuntime({ tools });
+  const runtime = createCallSettler({ tools });
   const log = createToolLog({ limits });
   const call = provenCall(name, input);
   await log.completeStep('step_1', [call]);

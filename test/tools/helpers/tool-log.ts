@@ -1,13 +1,13 @@
 import type {
   CommitFact,
   Fact,
-  FactDraft,
   NewFact,
+  ProposedFact,
   RunLimits,
   ToolCallRecord,
 } from '../../../events/facts.ts';
 import { memoryStore } from '../../../store/memory-store.ts';
-import type { DecidedPermission, SettleContext, ToolRuntime } from '../../../tools/tool.ts';
+import type { CallSettler, DecidedPermission, SettleContext } from '../../../tools/tool.ts';
 import { testLimits } from '../../helpers/fact-builder.ts';
 
 /**
@@ -72,7 +72,7 @@ export function createToolLog(
         content: [],
         toolCalls: calls,
         response: { id: undefined, modelId: undefined },
-      } satisfies FactDraft);
+      } satisfies ProposedFact);
       return this.context(stepId);
     },
     context(stepId: string, overrides: Partial<SettleContext> = {}): SettleContext {
@@ -129,7 +129,7 @@ export function deferred<TValue = void>() {
 
 /** Decides a call and commits its decision, as the step's actor does (with `step.completed`). */
 export async function decideCall(
-  runtime: ToolRuntime,
+  runtime: CallSettler,
   call: ToolCallRecord,
   context: SettleContext,
 ): Promise<boolean> {
@@ -138,7 +138,7 @@ export async function decideCall(
 
 /** Decides a call, then runs it with the decision the log holds (as the turn machine does). */
 export async function settleCall(
-  runtime: ToolRuntime,
+  runtime: CallSettler,
   log: ReturnType<typeof createToolLog>,
   stepId: string,
   call: ToolCallRecord,

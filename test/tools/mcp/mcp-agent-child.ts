@@ -12,7 +12,7 @@ import {
   StdioClientTransport,
 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { scriptedModel } from '../../../adapters/scripted-model.ts';
-import type { TurnHandle } from '../../../machines/turn-channel.ts';
+import type { TurnHandle } from '../../../machines/effects/turn-channel.ts';
 import { createRuntime } from '../../../runtime.ts';
 import { lowdbStore } from '../../../store/lowdb-store.ts';
 import { mcpTools } from '../../../tools/mcp/mcp-tools.ts';

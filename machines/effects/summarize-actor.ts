@@ -1,7 +1,7 @@
-import type { Fact } from '../events/facts.ts';
-import type { ModelMessage } from '../events/messages.ts';
-import { projectHistory } from '../events/project-history.ts';
-import type { SummarizeInput } from './actor-inputs.ts';
+import type { Fact } from '../../events/facts.ts';
+import type { ModelMessage } from '../../events/messages.ts';
+import { projectHistory } from '../../events/project-history.ts';
+import type { SummarizeInput } from '../pure/actor-inputs.ts';
 import { requestLimits } from './prepare-step-actor.ts';
 import { fromTask, type ServicesOf } from './run-services.ts';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { hashJson } from '../../events/json.ts';
+import { createCallSettler } from '../../tools/call-settler.ts';
 import { defineTool } from '../../tools/define-tool.ts';
-import { createToolRuntime } from '../../tools/tool-runtime.ts';
 import { createToolLog, provenCall, settleCall } from './helpers/tool-log.ts';
 
 describe('results', () => {
@@ -12,7 +12,7 @@ describe('results', () => {
       inputSchema: z.object({}),
       execute: () => 'x'.repeat(50_000),
     });
-    const runtime = createToolRuntime({ tools: { loud: tool } });
+    const runtime = createCallSettler({ tools: { loud: tool } });
     const log = createToolLog({ limits: { toolOutputChars: 1_000 } });
     const call = provenCall('loud', {});
     await log.completeStep('step_1', [call]);
@@ -36,7 +36,7 @@ describe('results', () => {
         throw new Error(`request with key ${apiKey} was refused`);
       },
     });
-    const runtime = createToolRuntime({ tools: { api: tool } });
+    const runtime = createCallSettler({ tools: { api: tool } });
     const log = createToolLog();
     const call = provenCall('api', { apiKey: 'key-12345' });
     await log.completeStep('step_1', [call]);
@@ -59,7 +59,7 @@ describe('results', () => {
         throw kind === 'object' ? { code: 'E_BAD' } : 42;
       },
     });
-    const runtime = createToolRuntime({ tools: { bad: tool } });
+    const runtime = createCallSettler({ tools: { bad: tool } });
     const log = createToolLog();
     const calls = [
       provenCall('bad', { kind: 'object' }, 'call_1'),
@@ -83,7 +83,7 @@ describe('results', () => {
         return 'ok';
       },
     });
-    const runtime = createToolRuntime({ tools: { slow: tool }, now: () => clock });
+    const runtime = createCallSettler({ tools: { slow: tool }, now: () => clock });
     const log = createToolLog();
     const call = provenCall('slow', {});
     await log.completeStep('step_1', [call]);
@@ -115,7 +115,7 @@ describe('results', () => {
   ] as const)('settles a %o decision as %s without executing', async (decision, outcome, text) => {
     const execute = vi.fn(() => 'ran');
     const tool = defineTool({ description: 'Any', inputSchema: z.object({}), execute });
-    const runtime = createToolRuntime({ tools: { any: tool } });
+    const runtime = createCallSettler({ tools: { any: tool } });
     const log = createToolLog();
     const call = provenCall('any', {});
     const context = await log.completeStep('step_1', [call]);
@@ -126,7 +126,7 @@ describe('results', () => {
 
   it('says an aborted call may have partly run when it had started', async () => {
     const tool = defineTool({ description: 'Any', inputSchema: z.object({}), execute: () => 'x' });
-    const runtime = createToolRuntime({ tools: { any: tool } });
+    const runtime = createCallSettler({ tools: { any: tool } });
     const log = createToolLog();
     const call = provenCall('any', {});
     await log.completeStep('step_1', [call]);
@@ -150,7 +150,7 @@ describe('results', () => {
 
   it('abandon settles cancelled or unknown with the reason, once', async () => {
     const tool = defineTool({ description: 'Any', inputSchema: z.object({}), execute: () => 'x' });
-    const runtime = createToolRuntime({ tools: { any: tool } });
+    const runtime = createCallSettler({ tools: { any: tool } });
     const log = createToolLog();
     const first = provenCall('any', {}, 'call_1');
     const second = provenCall('any', {}, 'call_2');

@@ -1,10 +1,10 @@
-import type { ModelStepEvent } from '../adapters/model-adapter.ts';
-import type { FactDraft, ToolCallRecord } from '../events/facts.ts';
-import type { ProviderStepInput } from './actor-inputs.ts';
+import type { ModelStepEvent } from '../../adapters/model-adapter.ts';
+import type { ProposedFact, ToolCallRecord } from '../../events/facts.ts';
+import type { ProviderStepInput } from '../pure/actor-inputs.ts';
 import { buildRequest, preparedKey } from './prepare-step-actor.ts';
 import { limitRetryAfter } from './retry-timer-actor.ts';
 import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
-import { settleContext } from './tool-actor.ts';
+import { settleContext } from './settle-tool-actor.ts';
 
 /** How long streamed output may wait before the partial snapshot slot is rewritten. */
 const partialFlushMs = 200;
@@ -17,9 +17,9 @@ function decideCalls(
   services: RunServices,
   input: ProviderStepInput,
   calls: readonly ToolCallRecord[],
-): Promise<FactDraft[]> {
+): Promise<ProposedFact[]> {
   const context = settleContext(services, input);
-  return Promise.all(calls.map((call) => services.toolRuntime.decide(call, context)));
+  return Promise.all(calls.map((call) => services.callSettler.decide(call, context)));
 }
 
 /**

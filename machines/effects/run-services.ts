@@ -1,19 +1,23 @@
 import { fromCallback } from 'xstate';
-import type { ModelAdapter, ModelStepRequest } from '../adapters/model-adapter.ts';
-import type { CommitFact, Fact, FactDraft, RunLimits, TransientEvent } from '../events/facts.ts';
-import type { IdGenerator } from '../events/ids.ts';
-import type { RequestTool } from '../events/messages.ts';
-import type { HistoryProjection } from '../events/project-history.ts';
-import type { EventStore } from '../store/event-store.ts';
-import type { ToolRuntime } from '../tools/tool.ts';
-
-/** A request as `prepareStep` built it, waiting for `providerStep` to send it. */
-export type PreparedRequest = Omit<ModelStepRequest, 'abortSignal'>;
+import type { ModelAdapter } from '../../adapters/model-adapter.ts';
+import type {
+  CommitFact,
+  Fact,
+  ProposedFact,
+  RunLimits,
+  TransientEvent,
+} from '../../events/facts.ts';
+import type { IdGenerator } from '../../events/ids.ts';
+import type { RequestTool } from '../../events/messages.ts';
+import type { HistoryProjection } from '../../events/project-history.ts';
+import type { EventStore } from '../../store/event-store.ts';
+import type { CallSettler } from '../../tools/tool.ts';
+import type { PreparedRequest } from '../pure/actor-inputs.ts';
 
 /** What one run's actors need: the adapter, the tools, the log, and the run's commit. */
 export interface RunServices {
   adapter: ModelAdapter;
-  toolRuntime: ToolRuntime;
+  callSettler: CallSettler;
   toolDefinitions: RequestTool[];
   /** `hashJson(toolDefinitions)`, recorded in each `step.started`. */
   toolsHash: string;
@@ -26,7 +30,7 @@ export interface RunServices {
   history: HistoryProjection;
   commit: CommitFact;
   /** Commits facts in one append; the machine sees none of them before all are durable. */
-  commitAll: (drafts: readonly FactDraft[]) => Promise<boolean[]>;
+  commitAll: (drafts: readonly ProposedFact[]) => Promise<boolean[]>;
   /** Aborted when a stop is committed (I10). */
   signal: AbortSignal;
   generateId: IdGenerator;

@@ -1,5 +1,5 @@
-import type { ContentPart, Fact } from '../events/facts.ts';
-import type { PreparedRequest } from './run-services.ts';
+import type { ContentPart, Fact } from '../../events/facts.ts';
+import type { PreparedRequest } from './actor-inputs.ts';
 
 /** Characters per token, the rough rule the estimate uses. */
 const charsPerToken = 4;

@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { hashJson } from '../../events/json.ts';
+import { createCallSettler } from '../../tools/call-settler.ts';
 import { defineTool } from '../../tools/define-tool.ts';
-import { createToolRuntime } from '../../tools/tool-runtime.ts';
 import {
   allowDecision as allow,
   createToolLog,
@@ -33,7 +33,7 @@ describe('schema-derived values', () => {
         return 'done';
       },
     });
-    const runtime = createToolRuntime({ tools: { derived: tool } });
+    const runtime = createCallSettler({ tools: { derived: tool } });
     const log = createToolLog();
     const call = provenCall('derived', { name: 'abc', count: '3' });
     await log.completeStep('step_1', [call]);
@@ -62,7 +62,7 @@ describe('exactly once', () => {
 
   it('executes a proven, allowed call once with its input', async () => {
     const { tool, execute } = onceTool();
-    const runtime = createToolRuntime({ tools: { once: tool } });
+    const runtime = createCallSettler({ tools: { once: tool } });
     const log = createToolLog();
     const call = provenCall('once', { n: 1 });
     await log.completeStep('step_1', [call]);
@@ -82,7 +82,7 @@ describe('exactly once', () => {
 
   it('running the same call twice, in turn or at once, executes it once', async () => {
     const { tool, execute } = onceTool();
-    const runtime = createToolRuntime({ tools: { once: tool } });
+    const runtime = createCallSettler({ tools: { once: tool } });
     const log = createToolLog();
     const call = provenCall('once', { n: 1 });
     const context = await log.completeStep('step_1', [call]);
@@ -96,8 +96,8 @@ describe('exactly once', () => {
 
   it('two runtimes sharing one log (two processes) execute a call once', async () => {
     const { tool, execute } = onceTool();
-    const first = createToolRuntime({ tools: { once: tool } });
-    const second = createToolRuntime({ tools: { once: tool } });
+    const first = createCallSettler({ tools: { once: tool } });
+    const second = createCallSettler({ tools: { once: tool } });
     const log = createToolLog();
     const call = provenCall('once', { n: 1 });
     const context = await log.completeStep('step_1', [call]);
@@ -108,7 +108,7 @@ describe('exactly once', () => {
 
   it('the same callId in two steps executes once per step', async () => {
     const { tool, execute } = onceTool();
-    const runtime = createToolRuntime({ tools: { once: tool } });
+    const runtime = createCallSettler({ tools: { once: tool } });
     const log = createToolLog();
     const call = provenCall('once', { n: 1 });
     await log.completeStep('step_1', [call]);
@@ -124,7 +124,7 @@ describe('exactly once', () => {
 
   it('executes nothing when tool.started is not taken (the run stopped)', async () => {
     const { tool, execute } = onceTool();
-    const runtime = createToolRuntime({ tools: { once: tool } });
+    const runtime = createCallSettler({ tools: { once: tool } });
     const log = createToolLog();
     const call = provenCall('once', { n: 1 });
     const context = await log.completeStep('step_1', [call]);
@@ -136,7 +136,7 @@ describe('exactly once', () => {
 
   it('refuses to execute when the validated input no longer matches the decision', async () => {
     const { tool, execute } = onceTool();
-    const runtime = createToolRuntime({ tools: { once: tool } });
+    const runtime = createCallSettler({ tools: { once: tool } });
     const log = createToolLog();
     const call = provenCall('once', { n: 1 });
     const context = await log.completeStep('step_1', [call]);
@@ -152,7 +152,7 @@ describe('exactly once', () => {
 
   it('never executes a call without proof, even with an allow', async () => {
     const { tool, execute } = onceTool();
-    const runtime = createToolRuntime({ tools: { once: tool } });
+    const runtime = createCallSettler({ tools: { once: tool } });
     const log = createToolLog();
     const call = { ...provenCall('once', { n: 1 }), proof: null, withheld: 'Not proven.' };
     const context = await log.completeStep('step_1', [call]);
@@ -176,7 +176,7 @@ describe('ordering', () => {
         return 'ok';
       },
     });
-    const runtime = createToolRuntime({ tools: { look: tool } });
+    const runtime = createCallSettler({ tools: { look: tool } });
     const call = provenCall('look', {});
     await log.completeStep('step_1', [call]);
     await settleCall(runtime, log, 'step_1', call);

@@ -1,3 +1,4 @@
+import type { ModelStepRequest } from '../../adapters/model-adapter.ts';
 import type { CallState } from './turn-context.ts';
 
 /** The inputs the turn machine gives its actors (the runtime's actors read them). */
@@ -55,3 +56,6 @@ export type SettleToolInput =
       callId: string;
       outcome: 'cancelled' | 'unknown';
     };
+
+/** A request as `prepareStep` built it, waiting for `providerStep` to send it. */
+export type PreparedRequest = Omit<ModelStepRequest, 'abortSignal'>;

@@ -1,9 +1,9 @@
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { hashJson } from '../../events/json.ts';
+import { createCallSettler } from '../../tools/call-settler.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import type { PermissionPolicy } from '../../tools/tool.ts';
-import { createToolRuntime } from '../../tools/tool-runtime.ts';
 import { createToolLog, decideCall, decisionOf, provenCall } from './helpers/tool-log.ts';
 
 function countingTool(permission: 'allow' | 'ask' | 'deny' = 'allow') {
@@ -17,10 +17,10 @@ function countingTool(permission: 'allow' | 'ask' | 'deny' = 'allow') {
   return { tool, execute };
 }
 
-describe('toolRuntime.decide', () => {
+describe('callSettler.decide', () => {
   it('settles a call without proof as withheld with the guard reason, and decides nothing else', async () => {
     const { tool, execute } = countingTool();
-    const runtime = createToolRuntime({ tools: { read: tool } });
+    const runtime = createCallSettler({ tools: { read: tool } });
     const log = createToolLog();
     const call = {
       callId: 'call_1',
@@ -47,7 +47,7 @@ describe('toolRuntime.decide', () => {
 
   it('settles a call to an unknown tool as invalid, naming the available tools', async () => {
     const { tool } = countingTool();
-    const runtime = createToolRuntime({ tools: { read: tool, write: tool } });
+    const runtime = createCallSettler({ tools: { read: tool, write: tool } });
     const log = createToolLog();
     const call = provenCall('delete', { path: 'a.md' });
     await decideCall(runtime, call, await log.completeStep('step_1', [call]));
@@ -61,7 +61,7 @@ describe('toolRuntime.decide', () => {
 
   it('does not treat Object.prototype members as tools', async () => {
     const { tool } = countingTool();
-    const runtime = createToolRuntime({ tools: { read: tool } });
+    const runtime = createCallSettler({ tools: { read: tool } });
     const log = createToolLog();
     const call = provenCall('toString', {});
     await decideCall(runtime, call, await log.completeStep('step_1', [call]));
@@ -70,7 +70,7 @@ describe('toolRuntime.decide', () => {
 
   it('settles input missing a required field as invalid, naming the field without echoing values', async () => {
     const { tool, execute } = countingTool();
-    const runtime = createToolRuntime({ tools: { read: tool } });
+    const runtime = createCallSettler({ tools: { read: tool } });
     const log = createToolLog();
     const call = provenCall('read', { limit: -3, token: 'sk-secret-value-1234' });
     await decideCall(runtime, call, await log.completeStep('step_1', [call]));
@@ -99,7 +99,7 @@ describe('toolRuntime.decide', () => {
       }),
       execute: () => 'ok',
     });
-    const runtime = createToolRuntime({ tools: { strict: tool } });
+    const runtime = createCallSettler({ tools: { strict: tool } });
     const log = createToolLog();
     const call = provenCall('strict', { key: 'sk-very-secret-key' });
     await decideCall(runtime, call, await log.completeStep('step_1', [call]));
@@ -116,7 +116,7 @@ describe('toolRuntime.decide', () => {
       }),
       execute: () => 'ok',
     });
-    const runtime = createToolRuntime({ tools: { boom: tool } });
+    const runtime = createCallSettler({ tools: { boom: tool } });
     const log = createToolLog();
     const call = provenCall('boom', { n: 1 });
     await decideCall(runtime, call, await log.completeStep('step_1', [call]));
@@ -130,7 +130,7 @@ describe('toolRuntime.decide', () => {
 
   it('commits an allow decision by policy, bound to the hash of the validated input', async () => {
     const { tool } = countingTool('allow');
-    const runtime = createToolRuntime({ tools: { read: tool } });
+    const runtime = createCallSettler({ tools: { read: tool } });
     const log = createToolLog();
     const call = provenCall('read', { path: 'a.md' });
     await decideCall(runtime, call, await log.completeStep('step_1', [call]));
@@ -154,7 +154,7 @@ describe('toolRuntime.decide', () => {
       permission: () => ({ verdict: 'ask', reason: 'writes a file' }),
       execute: () => 'ok',
     });
-    const runtime = createToolRuntime({ tools: { write: tool } });
+    const runtime = createCallSettler({ tools: { write: tool } });
     const log = createToolLog();
     const call = provenCall('write', { path: 'a.md' });
     await decideCall(runtime, call, await log.completeStep('step_1', [call]));
@@ -179,7 +179,7 @@ describe('toolRuntime.decide', () => {
       seen.push(request);
       return { verdict: 'deny', reason: 'no reads on Fridays' };
     };
-    const runtime = createToolRuntime({ tools: { read: tool }, policy });
+    const runtime = createCallSettler({ tools: { read: tool }, policy });
     const log = createToolLog();
     const call = provenCall('read', { path: 'a.md' });
     await decideCall(runtime, call, await log.completeStep('step_1', [call]));
@@ -205,7 +205,7 @@ describe('toolRuntime.decide', () => {
       (input as { path: string }).path = 'harmless.md';
       return undefined;
     };
-    const runtime = createToolRuntime({ tools: { read: tool }, policy });
+    const runtime = createCallSettler({ tools: { read: tool }, policy });
     const log = createToolLog();
     const call = provenCall('read', { path: 'secrets.env' });
     await decideCall(runtime, call, await log.completeStep('step_1', [call]));
@@ -219,7 +219,7 @@ describe('toolRuntime.decide', () => {
 
   it("keeps the tool's verdict when the policy returns undefined", async () => {
     const { tool } = countingTool('ask');
-    const runtime = createToolRuntime({ tools: { read: tool }, policy: () => undefined });
+    const runtime = createCallSettler({ tools: { read: tool }, policy: () => undefined });
     const log = createToolLog();
     const call = provenCall('read', { path: 'a.md' });
     await decideCall(runtime, call, await log.completeStep('step_1', [call]));
@@ -241,7 +241,7 @@ describe('toolRuntime.decide', () => {
       permission: () => 'yes' as never,
       execute: () => 'ok',
     });
-    const runtime = createToolRuntime({ tools: { throwing, nonsense } });
+    const runtime = createCallSettler({ tools: { throwing, nonsense } });
     const log = createToolLog();
     const calls = [provenCall('throwing', {}, 'call_1'), provenCall('nonsense', {}, 'call_2')];
     const context = await log.completeStep('step_1', calls);
@@ -259,7 +259,7 @@ describe('toolRuntime.decide', () => {
 
   it('returns the decision without committing anything (the step commits it)', async () => {
     const { tool } = countingTool();
-    const runtime = createToolRuntime({ tools: { read: tool } });
+    const runtime = createCallSettler({ tools: { read: tool } });
     const log = createToolLog();
     const call = provenCall('read', { path: 'a.md' });
     const context = await log.completeStep('step_1', [call]);
@@ -278,7 +278,7 @@ describe('toolRuntime.decide', () => {
 
   it('deciding the same call twice commits one decision', async () => {
     const { tool } = countingTool();
-    const runtime = createToolRuntime({ tools: { read: tool } });
+    const runtime = createCallSettler({ tools: { read: tool } });
     const log = createToolLog();
     const call = provenCall('read', { path: 'a.md' });
     const context = await log.completeStep('step_1', [call]);

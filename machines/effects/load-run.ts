@@ -1,8 +1,8 @@
-import type { Fact, FactOf, RunLimits } from '../events/facts.ts';
-import { planRecovery, type RunRecovery } from '../events/plan-recovery.ts';
-import { type EventStore, StoreCorruptionError } from '../store/event-store.ts';
-import { type RehydratedRun, ReplayDivergenceError, rehydrateRun } from './rehydrate.ts';
-import type { TurnMachine } from './run-driver.ts';
+import type { Fact, FactOf, RunLimits } from '../../events/facts.ts';
+import { planRecovery, type RunRecovery } from '../../events/plan-recovery.ts';
+import { type EventStore, StoreCorruptionError } from '../../store/event-store.ts';
+import { type RehydratedRun, ReplayDivergenceError, rehydrateRun } from '../pure/rehydrate.ts';
+import type { TurnMachine } from '../pure/turn-machine.ts';
 
 /** An unfinished run that cannot be resumed, and why. */
 export interface DamagedRun {

@@ -1,4 +1,4 @@
-import type { FactDraft, ToolCallRecord, ToolOutcome } from '../events/facts.ts';
+import type { ProposedFact, ToolCallRecord, ToolOutcome } from '../events/facts.ts';
 import { assertNever } from '../events/facts.ts';
 import type { JsonValue } from '../events/json.ts';
 import { createKeyedLimiter } from './concurrency.ts';
@@ -8,12 +8,12 @@ import { createLoopGate } from './loop-gate.ts';
 import { evaluatePermission } from './permission-policy.ts';
 import { settlementText } from './settlement-text.ts';
 import type {
+  CallSettler,
   DecidedPermission,
   PermissionPolicy,
   PermissionResult,
   SettleContext,
   Tool,
-  ToolRuntime,
   ToolSet,
 } from './tool.ts';
 import { toolFactId } from './tool-fact-id.ts';
@@ -26,7 +26,7 @@ import {
 } from './tool-output.ts';
 import { type InputValidation, validateToolInput } from './validate-input.ts';
 
-/** Options of `createToolRuntime`. */
+/** Options of `createCallSettler`. */
 export interface ToolRuntimeOptions {
   tools: ToolSet;
   /** Runtime-wide permission policy, consulted after each tool's own permission. */
@@ -43,16 +43,16 @@ export interface ToolRuntimeOptions {
  * a failing `commit` rejects (I11).
  *
  * @example
- * const runtime = createToolRuntime({ tools: { weather } });
+ * const runtime = createCallSettler({ tools: { weather } });
  * const decision = await runtime.decide(call, context); // a tool.permission.decided (allow) draft
  * await context.commit(decision);
  * await runtime.run(call, { decision: 'allow', inputHash, by: 'policy' }, context);
  */
-export function createToolRuntime({
+export function createCallSettler({
   tools,
   policy,
   now = () => performance.now(),
-}: ToolRuntimeOptions): ToolRuntime {
+}: ToolRuntimeOptions): CallSettler {
   for (const [name, tool] of Object.entries(tools)) assertTool(name, tool);
   const limiter = createKeyedLimiter();
   const loopGate = createLoopGate();
@@ -74,12 +74,12 @@ export function createToolRuntime({
     context: SettleContext,
     outcome: ToolOutcome,
     body: { text: string; truncated?: boolean; output?: JsonValue; durationMs?: number },
-  ): FactDraft {
+  ): ProposedFact {
     const bounded =
       body.truncated === undefined
         ? truncateText(body.text.trim(), context.limits.toolOutputChars)
         : { text: body.text, truncated: body.truncated };
-    const draft: FactDraft = {
+    const draft: ProposedFact = {
       type: 'tool.settled',
       id: toolFactId({ stepId: context.stepId, callId: call.callId, kind: 'settled' }),
       callId: call.callId,
@@ -120,7 +120,7 @@ export function createToolRuntime({
     return { tool, validation };
   }
 
-  async function decide(call: ToolCallRecord, context: SettleContext): Promise<FactDraft> {
+  async function decide(call: ToolCallRecord, context: SettleContext): Promise<ProposedFact> {
     const admitted = await admit(call);
     if ('outcome' in admitted) {
       return settledDraft(call, context, admitted.outcome, { text: admitted.text });

@@ -6,7 +6,7 @@ import {
   type ProviderFailure,
   type RunLimits,
   type RunStatus,
-} from '../events/facts.ts';
+} from '../../events/facts.ts';
 
 /**
  * The turn machine's context and the pure functions that read and update it. Context stays
@@ -132,7 +132,7 @@ export function initialContext(input: TurnInput): TurnContext {
   };
 }
 
-export function findCall(context: TurnContext, callId: string): CallState | undefined {
+export function callState(context: TurnContext, callId: string): CallState | undefined {
   return context.calls.find((call) => call.callId === callId);
 }
 
@@ -142,7 +142,7 @@ export function callHasStatus(
   ...statuses: CallStatus[]
 ): boolean {
   if (!('callId' in event)) return false;
-  const call = findCall(context, event.callId);
+  const call = callState(context, event.callId);
   return call !== undefined && statuses.includes(call.status);
 }
 
@@ -159,7 +159,7 @@ export function unsettled(context: TurnContext): CallState[] {
 }
 
 /** Calls that still need a person: a permission ask, or an unresolved indeterminate call. */
-export function outstanding(context: TurnContext): CallState[] {
+export function callsNeedingPerson(context: TurnContext): CallState[] {
   return context.calls.filter((call) => call.status === 'asked' || call.status === 'indeterminate');
 }
 

@@ -1,5 +1,14 @@
-import { and, assign, enqueueActions, fromCallback, not, setup } from 'xstate';
-import type { Fact, FactOf } from '../events/facts.ts';
+import {
+  type Actor,
+  and,
+  assign,
+  enqueueActions,
+  fromCallback,
+  not,
+  type SnapshotFrom,
+  setup,
+} from 'xstate';
+import type { Fact, FactOf } from '../../events/facts.ts';
 import type {
   PrepareStepInput,
   ProviderStepInput,
@@ -96,7 +105,7 @@ export const turnMachine = setup({
     markCompacted: assign({ compactedSinceStep: true }),
     noteRecovered: assign(({ context }) => ({ recoveries: context.recoveries + 1 })),
     recordSteering: assign(({ event }) => ({ lastSteeringSeq: event.seq })),
-    recordPolicyDecision: assign(({ context, event }) => {
+    recordDecision: assign(({ context, event }) => {
       const fact = event as FactOf<'tool.permission.decided'>;
       const { callId, decision, inputHash, by, reason } = fact;
       return {
@@ -327,8 +336,8 @@ export const turnMachine = setup({
           on: {
             'tool.settled': { guard: 'callProposed', actions: 'recordSettled' },
             'tool.permission.decided': [
-              { guard: 'policyDecision', actions: 'recordPolicyDecision' },
-              { guard: 'userDecision', actions: 'recordPolicyDecision' },
+              { guard: 'policyDecision', actions: 'recordDecision' },
+              { guard: 'userDecision', actions: 'recordDecision' },
             ],
             'tool.permission.requested': { guard: 'callProposed', actions: 'recordAsk' },
             'run.recovered': { target: 'deciding', reenter: true, actions: 'noteRecovered' },
@@ -381,7 +390,7 @@ export const turnMachine = setup({
         { guard: not('needsPerson'), target: 'settlingTools.running' },
       ],
       on: {
-        'tool.permission.decided': { guard: 'userDecision', actions: 'recordPolicyDecision' },
+        'tool.permission.decided': { guard: 'userDecision', actions: 'recordDecision' },
         'run.stop.requested': { target: 'settlingTools.stopping', actions: 'recordAbort' },
         'run.recovered': { actions: 'noteRecovered' },
       },
@@ -391,3 +400,10 @@ export const turnMachine = setup({
     },
   },
 });
+
+/** The turn machine's type: this version, or another one with the same events (upgrade tests). */
+export type TurnMachine = typeof turnMachine;
+/** A live turn machine actor. */
+export type TurnActor = Actor<TurnMachine>;
+/** A turn machine snapshot (live or folded from the log). */
+export type TurnSnapshot = SnapshotFrom<TurnMachine>;

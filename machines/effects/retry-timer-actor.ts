@@ -1,6 +1,6 @@
-import type { ModelStepCompletion } from '../adapters/model-adapter.ts';
-import type { RunLimits } from '../events/facts.ts';
-import type { RetryTimerInput } from './actor-inputs.ts';
+import type { ModelStepCompletion } from '../../adapters/model-adapter.ts';
+import type { RunLimits } from '../../events/facts.ts';
+import type { RetryTimerInput } from '../pure/actor-inputs.ts';
 import { fromTask, type ServicesOf } from './run-services.ts';
 
 const baseDelayMs = 1_000;

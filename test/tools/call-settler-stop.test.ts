@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { hashJson } from '../../events/json.ts';
+import { createCallSettler } from '../../tools/call-settler.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import type { SettleContext, Tool, ToolExecuteContext } from '../../tools/tool.ts';
-import { createToolRuntime } from '../../tools/tool-runtime.ts';
 import { allowDecision as allow, createToolLog, deferred, provenCall } from './helpers/tool-log.ts';
 
 afterEach(() => {
@@ -27,7 +27,7 @@ describe('timeouts and abort', () => {
   }
 
   async function startRun(tool: Tool, limits = {}) {
-    const runtime = createToolRuntime({ tools: { hang: tool } });
+    const runtime = createCallSettler({ tools: { hang: tool } });
     const log = createToolLog({ limits });
     const call = provenCall('hang', {});
     const context: SettleContext = await log.completeStep('step_1', [call]);
@@ -106,7 +106,7 @@ describe('timeouts and abort', () => {
     const tool = defineTool({ description: 'Any', inputSchema: z.object({}), execute });
     const log = createToolLog();
     log.controller.abort('stop');
-    const runtime = createToolRuntime({ tools: { any: tool } });
+    const runtime = createCallSettler({ tools: { any: tool } });
     const call = provenCall('any', {});
     await runtime.run(call, allow(hashJson({})), await log.completeStep('step_1', [call]));
     expect(execute).toHaveBeenCalledTimes(0);
@@ -146,7 +146,7 @@ describe('concurrency', () => {
         };
         onStart();
       });
-    const runtime = createToolRuntime({ tools: { gated: tool } });
+    const runtime = createCallSettler({ tools: { gated: tool } });
     const log = createToolLog({ limits: { toolConcurrency: 2 } });
     const calls = [1, 2, 3, 4, 5, 6].map((id) => provenCall('gated', { id }, `call_${id}`));
     for (const call of calls) gates.set((call.input as { id: number }).id, deferred<void>());

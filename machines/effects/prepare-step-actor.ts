@@ -1,11 +1,6 @@
-import type { PrepareStepInput } from './actor-inputs.ts';
-import { estimateRequestTokens, outputReserve } from './estimate-tokens.ts';
-import {
-  fromTask,
-  type PreparedRequest,
-  type RunServices,
-  type ServicesOf,
-} from './run-services.ts';
+import type { PreparedRequest, PrepareStepInput } from '../pure/actor-inputs.ts';
+import { estimateRequestTokens, outputReserve } from '../pure/estimate-tokens.ts';
+import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
 
 /**
  * Builds the next request from the log alone (I6): the history projection (the run's projection

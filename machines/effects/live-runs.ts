@@ -1,14 +1,15 @@
 import type { InspectionEvent, Observer } from 'xstate';
-import type { ModelAdapter } from '../adapters/model-adapter.ts';
-import type { Fact, RunLimits } from '../events/facts.ts';
-import type { IdGenerator } from '../events/ids.ts';
-import { createHistoryProjection } from '../events/project-history.ts';
-import { DamagedSessionError } from '../runtime-errors.ts';
-import type { EventStore, StoreFinding } from '../store/event-store.ts';
-import type { ToolSetSource } from '../tools/tool-set-source.ts';
+import type { ModelAdapter } from '../../adapters/model-adapter.ts';
+import type { Fact, RunLimits } from '../../events/facts.ts';
+import type { IdGenerator } from '../../events/ids.ts';
+import { createHistoryProjection } from '../../events/project-history.ts';
+import { DamagedSessionError } from '../../runtime-errors.ts';
+import type { EventStore, StoreFinding } from '../../store/event-store.ts';
+import type { ToolSetSource } from '../../tools/tool-set-source.ts';
+import type { TurnMachine } from '../pure/turn-machine.ts';
 import { loadRun } from './load-run.ts';
-import { liveTurnMachine } from './run-actors.ts';
-import { createRunDriver, type RunDriver, type TurnMachine } from './run-driver.ts';
+import { provideRunEffects } from './run-actors.ts';
+import { createRunDriver, type RunDriver } from './run-driver.ts';
 import type { RunServices } from './run-services.ts';
 import {
   createTurnChannel,
@@ -86,7 +87,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
   const live = new Map<string, LiveRun>();
   // The actors are provided once; each finds its run's services here by runId.
   const runServices = new Map<string, RunServices>();
-  const machine = liveTurnMachine((runId) => {
+  const machine = provideRunEffects((runId) => {
     const services = runServices.get(runId);
     if (services === undefined)
       throw new Error(`turnlog: no live run ${runId} (an actor outlived its run)`);
@@ -175,7 +176,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
     // Serialized with decide()/steer()/stop(): one that already picked this live driver commits
     // before the actor is dropped, instead of finding it stopped (its fact lost or half-taken).
     withSession(sessionId, async () => {
-      await driver.settled();
+      await driver.drained();
       const snapshot = driver.snapshot();
       if (snapshot?.status !== 'active' || snapshot.value !== 'awaitingPermission') return;
       if (live.get(sessionId)?.driver !== driver) return;
@@ -282,7 +283,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
         run.driver.release();
         run.controller.abort(closedError);
       }
-      await Promise.all([...live.values()].map((run) => run.driver.settled()));
+      await Promise.all([...live.values()].map((run) => run.driver.drained()));
       live.clear();
       runServices.clear();
       for (const sink of sinks.values()) sink.fail(closedError);

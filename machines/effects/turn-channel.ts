@@ -1,6 +1,6 @@
-import type { Fact, RunStatus, TransientEvent, Usage } from '../events/facts.ts';
-import { projectTurn } from '../events/project-turn.ts';
-import type { Reason } from './turn-context.ts';
+import type { Fact, RunStatus, TransientEvent, Usage } from '../../events/facts.ts';
+import { projectTurn } from '../../events/project-turn.ts';
+import type { Reason } from '../pure/turn-context.ts';
 
 /** What `turn.events` yields: the run's facts and its transient deltas, in order. */
 export type TurnEvent = Fact | TransientEvent;

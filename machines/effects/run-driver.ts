@@ -1,22 +1,11 @@
-import {
-  type Actor,
-  createActor,
-  type InspectionEvent,
-  initialTransition,
-  type Observer,
-} from 'xstate';
-import type { Fact, FactDraft, FactOf, NewFact } from '../events/facts.ts';
-import type { IdGenerator } from '../events/ids.ts';
-import type { EventStore } from '../store/event-store.ts';
-import { type HeldTransition, heldTransition, pureTransition } from './pure-transition.ts';
-import { stateToString } from './state-path.ts';
-import type { TurnInput, TurnOutcome } from './turn-context.ts';
-import type { turnMachine } from './turn-machine.ts';
-
-/** The turn machine with the runtime's actors provided. */
-export type TurnMachine = typeof turnMachine;
-export type TurnActor = Actor<TurnMachine>;
-type TurnSnapshot = ReturnType<TurnActor['getSnapshot']>;
+import { createActor, type InspectionEvent, initialTransition, type Observer } from 'xstate';
+import type { Fact, FactOf, NewFact, ProposedFact } from '../../events/facts.ts';
+import type { IdGenerator } from '../../events/ids.ts';
+import type { EventStore } from '../../store/event-store.ts';
+import { type HeldTransition, heldTransition, pureTransition } from '../pure/pure-transition.ts';
+import { statePath } from '../pure/state-path.ts';
+import type { TurnInput, TurnOutcome } from '../pure/turn-context.ts';
+import type { TurnActor, TurnMachine, TurnSnapshot } from '../pure/turn-machine.ts';
 
 export interface RunDriverOptions {
   store: EventStore;
@@ -36,7 +25,7 @@ export interface RunDriverOptions {
 
 /** A fact an actor proposed, waiting for the next append. */
 interface Proposal {
-  draft: FactDraft;
+  draft: ProposedFact;
   settle: (taken: boolean) => void;
   reject: (error: unknown) => void;
 }
@@ -88,7 +77,7 @@ export function createRunDriver(options: RunDriverOptions) {
     if (fact.type === 'run.started' && fact.runId === runId) break;
   }
 
-  const envelope = (draft: FactDraft, state: string): NewFact =>
+  const envelope = (draft: ProposedFact, state: string): NewFact =>
     ({
       ...draft,
       id: draft.id ?? generateId('fact'),
@@ -137,7 +126,7 @@ export function createRunDriver(options: RunDriverOptions) {
     actor?.stop();
   }
 
-  function propose(drafts: readonly FactDraft[]): Promise<boolean>[] {
+  function propose(drafts: readonly ProposedFact[]): Promise<boolean>[] {
     const results = drafts.map(
       (draft) =>
         new Promise<boolean>((settle, reject) => {
@@ -183,7 +172,7 @@ export function createRunDriver(options: RunDriverOptions) {
       ids.add(fact.id);
       planned.push({
         proposal,
-        fact: { ...fact, state: stateToString(next.value) } as NewFact,
+        fact: { ...fact, state: statePath(next.value) } as NewFact,
         held,
       });
       snapshot = next;
@@ -225,7 +214,7 @@ export function createRunDriver(options: RunDriverOptions) {
   function adopt(fact: Fact, held: HeldTransition<TurnSnapshot> | undefined) {
     const live = actor as TurnActor;
     if (held?.adopt(fact) !== true) live.send(fact);
-    const liveState = stateToString(live.getSnapshot().value);
+    const liveState = statePath(live.getSnapshot().value);
     if (liveState !== fact.state) {
       throw new Error(
         `run driver: ${fact.type} (seq ${fact.seq}) recorded ${fact.state} but the machine is in ${liveState}`,
@@ -268,7 +257,7 @@ export function createRunDriver(options: RunDriverOptions) {
      * Appends `run.started` (with the machine's initial state and version) and starts the live
      * actor.
      */
-    begin(draft: Extract<FactDraft, { type: 'run.started' }>) {
+    begin(draft: Extract<ProposedFact, { type: 'run.started' }>) {
       return serialize(async () => {
         const [initial] = initialTransition(machine, {
           sessionId,
@@ -277,7 +266,7 @@ export function createRunDriver(options: RunDriverOptions) {
           limits: draft.limits,
         });
         const versioned = { ...draft, machineVersion: machine.version };
-        const [stored] = await write([envelope(versioned, stateToString(initial.value))]);
+        const [stored] = await write([envelope(versioned, statePath(initial.value))]);
         record(stored as Fact);
         start();
         return stored as Fact;
@@ -301,7 +290,7 @@ export function createRunDriver(options: RunDriverOptions) {
     },
 
     /** Commit, then transition. Resolves `false` when the fact was not taken (see above). */
-    commit(draft: FactDraft): Promise<boolean> {
+    commit(draft: ProposedFact): Promise<boolean> {
       return propose([draft])[0] as Promise<boolean>;
     },
 
@@ -309,7 +298,7 @@ export function createRunDriver(options: RunDriverOptions) {
      * Commits facts in one append (a crash keeps a prefix of them at most): the machine sees
      * none of them before all are durable. Resolves with whether each was taken.
      */
-    commitAll(drafts: readonly FactDraft[]): Promise<boolean[]> {
+    commitAll(drafts: readonly ProposedFact[]): Promise<boolean[]> {
       return Promise.all(propose(drafts));
     },
 
@@ -326,8 +315,8 @@ export function createRunDriver(options: RunDriverOptions) {
       actor?.stop();
     },
 
-    /** Resolves when every commit queued so far has finished. */
-    settled(): Promise<void> {
+    /** Resolves when the commit queue is drained: every commit queued so far has finished. */
+    drained(): Promise<void> {
       return queue.then(() => {});
     },
   };

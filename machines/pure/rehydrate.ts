@@ -1,17 +1,14 @@
 import { initialTransition, type StateValue } from 'xstate';
-import type { Fact, FactOf } from '../events/facts.ts';
+import type { Fact, FactOf } from '../../events/facts.ts';
 import {
   isTurnlogErrorNamed,
   TurnlogError,
   type TurnlogErrorOptions,
-} from '../events/turnlog-error.ts';
+} from '../../events/turnlog-error.ts';
 import { pureTransition } from './pure-transition.ts';
-import type { TurnActor, TurnMachine } from './run-driver.ts';
-import { stateToString } from './state-path.ts';
+import { statePath } from './state-path.ts';
 import { inputFromRunStarted, outcomeOf, type TurnContext } from './turn-context.ts';
-import { turnMachine } from './turn-machine.ts';
-
-type TurnSnapshot = ReturnType<TurnActor['getSnapshot']>;
+import { type TurnMachine, type TurnSnapshot, turnMachine } from './turn-machine.ts';
 
 /**
  * A run whose log the turn machine cannot rebuild: a fact whose recorded `state` is not the state
@@ -164,11 +161,11 @@ function fold(
 
 /** True when the fact records no state (written before `state` existed) or the one replayed. */
 function reaches(fact: Fact, snapshot: TurnSnapshot): boolean {
-  return fact.state === undefined || fact.state === stateToString(snapshot.value);
+  return fact.state === undefined || fact.state === statePath(snapshot.value);
 }
 
 function divergence(fact: Fact, snapshot: TurnSnapshot): ReplayDivergenceError {
-  const replayed = stateToString(snapshot.value);
+  const replayed = statePath(snapshot.value);
   const what =
     snapshot.status !== 'active' && fact.type !== 'run.ended'
       ? `comes after the run reached ${replayed} and ended`

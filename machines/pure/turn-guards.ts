@@ -1,9 +1,9 @@
-import type { Fact } from '../events/facts.ts';
+import type { Fact } from '../../events/facts.ts';
 import {
   acceptsUserDecision,
   callHasStatus,
-  findCall,
-  outstanding,
+  callState,
+  callsNeedingPerson,
   type TurnContext,
   unsettled,
 } from './turn-context.ts';
@@ -51,13 +51,13 @@ export const turnGuards = {
     callHasStatus(context, event, 'proposed'),
   userDecision: ({ context, event }) => {
     if (event.type !== 'tool.permission.decided' || event.by !== 'user') return false;
-    const call = findCall(context, event.callId);
+    const call = callState(context, event.callId);
     return call !== undefined && acceptsUserDecision(call, event.decision);
   },
   // I5: a call starts only with an allow bound to the hash of its validated input.
   startAllowed: ({ context, event }) => {
     if (event.type !== 'tool.started') return false;
-    const call = findCall(context, event.callId);
+    const call = callState(context, event.callId);
     return (
       call?.status === 'decided' &&
       call.decision?.decision === 'allow' &&
@@ -65,7 +65,7 @@ export const turnGuards = {
     );
   },
   allDecided: ({ context }) => context.calls.every((call) => call.status !== 'proposed'),
-  needsPerson: ({ context }) => outstanding(context).length > 0,
+  needsPerson: ({ context }) => callsNeedingPerson(context).length > 0,
   abortDecided: ({ context }) => context.calls.some((call) => call.decision?.decision === 'abort'),
   allSettled: ({ context }) => unsettled(context).length === 0,
 } satisfies Record<string, (args: GuardArgs) => boolean>;

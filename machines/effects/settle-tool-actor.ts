@@ -1,10 +1,10 @@
-import type { ToolCallRecord } from '../events/facts.ts';
-import type { SettleContext } from '../tools/tool.ts';
-import type { SettleToolInput } from './actor-inputs.ts';
+import type { ToolCallRecord } from '../../events/facts.ts';
+import type { SettleContext } from '../../tools/tool.ts';
+import type { SettleToolInput } from '../pure/actor-inputs.ts';
 import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
 
 /** The call record of `callId` in the completed step `stepId`, as the guard judged it. */
-function findCall(services: RunServices, stepId: string, callId: string): ToolCallRecord {
+function proposedCall(services: RunServices, stepId: string, callId: string): ToolCallRecord {
   const facts = services.facts();
   for (let index = facts.length - 1; index >= 0; index -= 1) {
     const fact = facts[index];
@@ -38,18 +38,18 @@ export function settleContext(
  * committing facts; its last one is the call's `tool.settled` (or, when deciding, the
  * decision). Tools honour the run's stop signal and grace.
  */
-export function toolActor(servicesOf: ServicesOf) {
+export function settleToolActor(servicesOf: ServicesOf) {
   return fromTask<SettleToolInput>(servicesOf, async (services, input) => {
-    const call = findCall(services, input.stepId, input.callId);
+    const call = proposedCall(services, input.stepId, input.callId);
     const context = settleContext(services, input);
     switch (input.phase) {
       case 'decide':
-        await services.commit(await services.toolRuntime.decide(call, context));
+        await services.commit(await services.callSettler.decide(call, context));
         return;
       case 'run':
-        return services.toolRuntime.run(call, input.decision, context);
+        return services.callSettler.run(call, input.decision, context);
       case 'abandon':
-        return services.toolRuntime.abandon(
+        return services.callSettler.abandon(
           call,
           input.outcome,
           input.outcome === 'unknown'
