@@ -171,6 +171,35 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
     ).toEqual(['output-available', 'output-denied', 'output-denied']);
   });
 
+  it('follows a decision made on another tab as it happens', async () => {
+    const done = 'Done. Saved the note "the demo is at 3pm".';
+    await page.goto(`${url}/?session=web-two-tabs`);
+    await page.getByRole('textbox', { name: 'message' }).fill('Remember that the demo is at 3pm');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await tool('saveNote').getByRole('button', { name: 'Allow' }).waitFor();
+    await eventually(() => status().textContent()).toBe('Waiting for your decision.');
+
+    const other = await browser.newPage();
+    try {
+      await other.goto(`${url}/?session=web-two-tabs`);
+      const otherTool = other.locator('section.tool[data-tool="saveNote"]').last();
+      await otherTool.getByRole('button', { name: 'Allow' }).click();
+      await other.getByText(done).waitFor();
+      // The first tab, never clicked, followed the run to its end.
+      await page.getByText(done).waitFor();
+      expect(await tool('saveNote').getAttribute('data-state')).toBe('output-available');
+      expect(await tool('saveNote').locator('.output').textContent()).toBe(
+        'Saved the note "the demo is at 3pm".',
+      );
+      await eventually(() => status().textContent()).toBe('Done.');
+    } finally {
+      await other.close();
+    }
+    const log = await facts('web-two-tabs');
+    expect(log.filter((fact) => fact.type === 'tool.permission.decided')).toHaveLength(1);
+    expect(log.filter((fact) => fact.type === 'tool.started')).toHaveLength(1);
+  });
+
   it('resumes from the log when the server is killed while a tool runs and started again', async () => {
     await page.goto(`${url}/?session=web-restart`);
     await page.getByRole('textbox', { name: 'message' }).fill('Please back up my notes');
