@@ -87,8 +87,11 @@ export {
 export { projectHistory } from './events/project-history.ts';
 export {
   type PendingDecision,
+  type ProviderToolView,
   projectTurn,
   type RunView,
+  type StepView,
+  type ToolCallView,
   type TurnReadModel,
 } from './events/project-turn.ts';
 export { ProjectionInputError } from './events/projection-input-error.ts';
