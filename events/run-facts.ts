@@ -1,4 +1,10 @@
-import { assertNever, type Fact, type FactOf, type ToolCallRecord } from './facts.ts';
+import {
+  assertNever,
+  type Fact,
+  type FactOf,
+  type PermissionDecision,
+  type ToolCallRecord,
+} from './facts.ts';
 import { hashJson, type JsonValue } from './json.ts';
 
 /**
@@ -66,6 +72,19 @@ export interface PendingDecision {
   name: string;
   input: JsonValue;
   inputHash: string;
+}
+
+/**
+ * Which decisions a person may give for a pending call: a permission request takes `allow`,
+ * `deny` or `abort`; an indeterminate call (it started and may have run, so it never runs
+ * again) takes `report-unknown` or `abort`. The one rule the machine's `userDecision` guard and
+ * `validateDecision` both apply.
+ */
+export function decisionFits(kind: PendingDecision['kind'], decision: PermissionDecision): boolean {
+  if (decision === 'abort') return true;
+  return kind === 'permission'
+    ? decision === 'allow' || decision === 'deny'
+    : decision === 'report-unknown';
 }
 
 /** Where `RunIndex.add` put a fact: its run, and its step and call when it has them. */

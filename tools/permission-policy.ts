@@ -1,6 +1,6 @@
 import type { PermissionDecision } from '../events/facts.ts';
 import type { JsonValue } from '../events/json.ts';
-import type { PendingDecision } from '../events/run-facts.ts';
+import { decisionFits, type PendingDecision } from '../events/run-facts.ts';
 import {
   isTurnlogErrorNamed,
   TurnlogError,
@@ -135,18 +135,12 @@ export function validateDecision({
       actualInputHash: decision.inputHash,
     });
   }
-  if (open.kind === 'permission' && decision.decision === 'report-unknown') {
+  if (!decisionFits(open.kind, decision.decision)) {
     throw new InvalidDecisionError({
-      message: `Call "${callId}" waits for permission and never ran; decide 'allow', 'deny' or 'abort' ('report-unknown' resolves an indeterminate call)`,
-      callId,
-    });
-  }
-  if (
-    open.kind === 'indeterminate' &&
-    (decision.decision === 'allow' || decision.decision === 'deny')
-  ) {
-    throw new InvalidDecisionError({
-      message: `Call "${callId}" is indeterminate: it started and may have run, so it is never run again; decide 'report-unknown' (the model is told the outcome is unknown) or 'abort'`,
+      message:
+        open.kind === 'permission'
+          ? `Call "${callId}" waits for permission and never ran; decide 'allow', 'deny' or 'abort' ('report-unknown' resolves an indeterminate call)`
+          : `Call "${callId}" is indeterminate: it started and may have run, so it is never run again; decide 'report-unknown' (the model is told the outcome is unknown) or 'abort'`,
       callId,
     });
   }

@@ -16,6 +16,6 @@ export function provideRunEffects(servicesOf: ServicesOf, machine: TurnMachine =
       retryTimer: retryTimerActor(servicesOf),
       summarize: summarizeActor(servicesOf),
       settleTool: settleToolActor(servicesOf),
-    } as never,
+    },
   });
 }

@@ -1,4 +1,10 @@
-import { createActor, type InspectionEvent, initialTransition, type Observer } from 'xstate';
+import {
+  createActor,
+  type InspectionEvent,
+  initialTransition,
+  type Observer,
+  type Snapshot,
+} from 'xstate';
 import type { Fact, FactOf, NewFact, ProposedFact } from '../../events/facts.ts';
 import type { IdGenerator } from '../../events/ids.ts';
 import type { EventStore } from '../../store/event-store.ts';
@@ -229,10 +235,10 @@ export function createRunDriver(options: RunDriverOptions) {
     resolveEnded(ended);
   }
 
-  function start(snapshot?: unknown) {
+  function start(snapshot?: Snapshot<unknown>) {
     actor = createActor(machine, {
       input: turnInput(),
-      ...(snapshot === undefined ? {} : { snapshot: snapshot as never }),
+      ...(snapshot === undefined ? {} : { snapshot }),
       ...(options.inspect ? { inspect: options.inspect } : {}),
     });
     actor.subscribe({ error: (error) => fail(error) });
@@ -279,8 +285,7 @@ export function createRunDriver(options: RunDriverOptions) {
      * again by restoring it; actors start only through transitions committed from here on.
      */
     resume(snapshot: TurnSnapshot) {
-      const persisted = machine.getPersistedSnapshot(snapshot) as { children?: unknown };
-      start({ ...persisted, children: {} });
+      start(Object.assign({}, machine.getPersistedSnapshot(snapshot), { children: {} }));
       // A fold that reached terminal only lacked run.ended.
       if (snapshot.status !== 'done') return Promise.resolve();
       return serialize(async () => {

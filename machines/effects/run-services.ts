@@ -1,4 +1,4 @@
-import { fromCallback } from 'xstate';
+import { type EventObject, fromCallback } from 'xstate';
 import type { ModelAdapter } from '../../adapters/model-adapter.ts';
 import type {
   CommitFact,
@@ -56,12 +56,15 @@ export type ServicesOf = (runId: string) => RunServices;
  * An XState callback actor running one async task of the run named by its input. The task gets
  * the actor's own abort signal, aborted when the machine stops the actor (it left the state that
  * invoked it). Failures go to the run's `onError`: actors report outcomes only by committing facts.
+ * Why not XState's `fromPromise`: its result would reach the machine as an `xstate.done.actor`
+ * event no fact records, its rejection would error the machine instead of the run, and it
+ * builds a fresh abort reason (with its stack) for each of the many actors a run stops.
  */
 export function fromTask<TInput extends { runId: string }>(
   servicesOf: ServicesOf,
   task: (services: RunServices, input: TInput, signal: AbortSignal) => Promise<void>,
 ) {
-  return fromCallback<never, TInput>(({ input }) => {
+  return fromCallback<EventObject, TInput>(({ input }) => {
     const controller = new AbortController();
     const services = servicesOf(input.runId);
     let running = true;

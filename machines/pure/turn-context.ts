@@ -7,6 +7,7 @@ import {
   type RunLimits,
   type RunStatus,
 } from '../../events/facts.ts';
+import { decisionFits } from '../../events/run-facts.ts';
 
 /**
  * The turn machine's context and the pure functions that read and update it. Context stays
@@ -163,11 +164,10 @@ export function callsNeedingPerson(context: TurnContext): CallState[] {
   return context.calls.filter((call) => call.status === 'asked' || call.status === 'indeterminate');
 }
 
-/** A decision a person may give for a call in its current status. */
+/** A decision a person may give for a call in its current status (`decisionFits`). */
 export function acceptsUserDecision(call: CallState, decision: PermissionDecision): boolean {
-  if (call.status === 'asked')
-    return decision === 'allow' || decision === 'deny' || decision === 'abort';
-  if (call.status === 'indeterminate') return decision === 'report-unknown' || decision === 'abort';
+  if (call.status === 'asked') return decisionFits('permission', decision);
+  if (call.status === 'indeterminate') return decisionFits('indeterminate', decision);
   return false;
 }
 
@@ -213,10 +213,19 @@ export function outcomeOfFinalStep(fact: FactOf<'step.completed'>): TurnOutcome 
   }
 }
 
+/** I9: a failure the provider calls retryable, before any observable output. */
+export function isRetryableFailure(fact: FactOf<'step.failed'>): boolean {
+  return fact.error.retryable && !fact.observedOutput;
+}
+
+/** The step has attempts left under `maxAttempts`. */
+export function hasAttemptsLeft(context: TurnContext): boolean {
+  return context.attempt < context.limits.maxAttempts;
+}
+
 /** The outcome of a `step.failed` that is not retried. */
 export function outcomeOfFailure(context: TurnContext, fact: FactOf<'step.failed'>): TurnOutcome {
-  const exhausted =
-    fact.error.retryable && !fact.observedOutput && context.attempt >= context.limits.maxAttempts;
+  const exhausted = isRetryableFailure(fact) && !hasAttemptsLeft(context);
   return {
     status: fact.error.kind === 'aborted' ? 'aborted' : 'failed',
     reason: exhausted

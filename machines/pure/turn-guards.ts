@@ -4,6 +4,8 @@ import {
   callHasStatus,
   callState,
   callsNeedingPerson,
+  hasAttemptsLeft,
+  isRetryableFailure,
   type TurnContext,
   unsettled,
 } from './turn-context.ts';
@@ -29,12 +31,8 @@ export const turnGuards = {
     context.overflowCompactions === 0,
   // I9: only a failure before any observable output is retried, within maxAttempts.
   retryable: ({ context, event }) =>
-    event.type === 'step.failed' &&
-    event.error.retryable &&
-    !event.observedOutput &&
-    context.attempt < context.limits.maxAttempts,
-  attemptsLeft: ({ context }) => context.attempt < context.limits.maxAttempts,
-  isCurrentStep: ({ context, event }) => 'stepId' in event && event.stepId === context.stepId,
+    event.type === 'step.failed' && isRetryableFailure(event) && hasAttemptsLeft(context),
+  attemptsLeft: ({ context }) => hasAttemptsLeft(context),
   isDueRetry: ({ context, event }) =>
     event.type === 'retry.due' &&
     context.retry !== undefined &&

@@ -1,14 +1,16 @@
 import {
   type Actor,
   and,
+  assertEvent,
   assign,
+  type EventObject,
   enqueueActions,
   fromCallback,
   not,
   type SnapshotFrom,
   setup,
 } from 'xstate';
-import type { Fact, FactOf } from '../../events/facts.ts';
+import type { Fact } from '../../events/facts.ts';
 import type {
   PrepareStepInput,
   ProviderStepInput,
@@ -45,10 +47,23 @@ import { turnGuards } from './turn-guards.ts';
  */
 export const turnMachineVersion = '1';
 
-const inert = fromCallback(() => {});
+/** A placeholder for an actor the runtime provides: typed by its input, it does nothing. */
+const inert = <TInput>() => fromCallback<EventObject, TInput>(() => {});
 
-const toolChildIds = (context: TurnContext, call: CallState) =>
-  ['decide', 'run', 'abandon'].map((phase) => `${phase}:${context.stepId}:${call.callId}`);
+type SettlePhase = SettleToolInput['phase'];
+const settlePhases: readonly SettlePhase[] = ['decide', 'run', 'abandon'];
+
+/** The id of the `settleTool` child settling `call` in `phase` (one per call and phase). */
+const settleChildId = (phase: SettlePhase, context: TurnContext, call: CallState) =>
+  `${phase}:${context.stepId}:${call.callId}`;
+
+/** What every `settleTool` child is told beyond its phase: the call and its run. */
+const settleIds = (context: TurnContext, call: CallState) => ({
+  sessionId: context.sessionId,
+  runId: context.runId,
+  stepId: context.stepId ?? '',
+  callId: call.callId,
+});
 
 export const turnMachine = setup({
   types: {} as {
@@ -58,16 +73,16 @@ export const turnMachine = setup({
     output: TurnOutcome;
   },
   actors: {
-    prepareStep: inert as unknown as ReturnType<typeof fromCallback<Fact, PrepareStepInput>>,
-    providerStep: inert as unknown as ReturnType<typeof fromCallback<Fact, ProviderStepInput>>,
-    retryTimer: inert as unknown as ReturnType<typeof fromCallback<Fact, RetryTimerInput>>,
-    summarize: inert as unknown as ReturnType<typeof fromCallback<Fact, SummarizeInput>>,
-    settleTool: inert as unknown as ReturnType<typeof fromCallback<Fact, SettleToolInput>>,
+    prepareStep: inert<PrepareStepInput>(),
+    providerStep: inert<ProviderStepInput>(),
+    retryTimer: inert<RetryTimerInput>(),
+    summarize: inert<SummarizeInput>(),
+    settleTool: inert<SettleToolInput>(),
   },
   guards: turnGuards,
   actions: {
-    startStep: assign(({ event }) => {
-      const fact = event as FactOf<'step.started'>;
+    startStep: assign(({ event: fact }) => {
+      assertEvent(fact, 'step.started');
       return {
         stepId: fact.stepId,
         attempt: fact.attempt,
@@ -77,8 +92,8 @@ export const turnMachine = setup({
         projectedThroughSeq: fact.projectedThroughSeq ?? fact.seq,
       };
     }),
-    completeStep: assign(({ context, event }) => {
-      const fact = event as FactOf<'step.completed'>;
+    completeStep: assign(({ context, event: fact }) => {
+      assertEvent(fact, 'step.completed');
       return {
         completedSteps: context.completedSteps + 1,
         compactedSinceStep: false,
@@ -89,12 +104,14 @@ export const turnMachine = setup({
         })),
       };
     }),
-    endWithFinalStep: assign(({ event }) => ({
-      outcome: outcomeOfFinalStep(event as FactOf<'step.completed'>),
-    })),
-    endWithFailure: assign(({ context, event }) => ({
-      outcome: outcomeOfFailure(context, event as FactOf<'step.failed'>),
-    })),
+    endWithFinalStep: assign(({ event }) => {
+      assertEvent(event, 'step.completed');
+      return { outcome: outcomeOfFinalStep(event) };
+    }),
+    endWithFailure: assign(({ context, event }) => {
+      assertEvent(event, 'step.failed');
+      return { outcome: outcomeOfFailure(context, event) };
+    }),
     scheduleRetry: assign(({ context, event }) => ({
       retry: { stepId: context.stepId ?? '', attempt: context.attempt + 1 },
       retryAfterMs: event.type === 'step.failed' ? event.error.retryAfterMs : undefined,
@@ -106,8 +123,8 @@ export const turnMachine = setup({
     noteRecovered: assign(({ context }) => ({ recoveries: context.recoveries + 1 })),
     recordSteering: assign(({ event }) => ({ lastSteeringSeq: event.seq })),
     recordDecision: assign(({ context, event }) => {
-      const fact = event as FactOf<'tool.permission.decided'>;
-      const { callId, decision, inputHash, by, reason } = fact;
+      assertEvent(event, 'tool.permission.decided');
+      const { callId, decision, inputHash, by, reason } = event;
       return {
         calls: updateCall(context, callId, {
           status: 'decided',
@@ -115,22 +132,22 @@ export const turnMachine = setup({
         }),
       };
     }),
-    recordAsk: assign(({ context, event }) => ({
-      calls: updateCall(context, (event as FactOf<'tool.permission.requested'>).callId, {
-        status: 'asked',
-      }),
-    })),
-    recordStarted: assign(({ context, event }) => ({
-      calls: updateCall(context, (event as FactOf<'tool.started'>).callId, { status: 'started' }),
-    })),
-    recordSettled: assign(({ context, event }) => ({
-      calls: updateCall(context, (event as FactOf<'tool.settled'>).callId, { status: 'settled' }),
-    })),
-    recordIndeterminate: assign(({ context, event }) => ({
-      calls: updateCall(context, (event as FactOf<'tool.indeterminate'>).callId, {
-        status: 'indeterminate',
-      }),
-    })),
+    recordAsk: assign(({ context, event }) => {
+      assertEvent(event, 'tool.permission.requested');
+      return { calls: updateCall(context, event.callId, { status: 'asked' }) };
+    }),
+    recordStarted: assign(({ context, event }) => {
+      assertEvent(event, 'tool.started');
+      return { calls: updateCall(context, event.callId, { status: 'started' }) };
+    }),
+    recordSettled: assign(({ context, event }) => {
+      assertEvent(event, 'tool.settled');
+      return { calls: updateCall(context, event.callId, { status: 'settled' }) };
+    }),
+    recordIndeterminate: assign(({ context, event }) => {
+      assertEvent(event, 'tool.indeterminate');
+      return { calls: updateCall(context, event.callId, { status: 'indeterminate' }) };
+    }),
     // Recorded when the stop (or an abort decision) arrives, whether the run ends at once or
     // after its calls settle in `stopping`.
     recordAbort: assign(({ event }) => ({
@@ -141,13 +158,12 @@ export const turnMachine = setup({
     })),
     endStepLimit: assign({ outcome: { status: 'failed', reason: 'step_limit' } as TurnOutcome }),
     endInterrupted: assign({ outcome: { status: 'failed', reason: 'interrupted' } as TurnOutcome }),
-    endCompactionFailed: assign(({ event }) => ({
-      outcome: {
-        status: 'failed' as const,
-        reason: 'compaction_failed',
-        error: (event as FactOf<'compaction.failed'>).error,
-      },
-    })),
+    endCompactionFailed: assign(({ event }) => {
+      assertEvent(event, 'compaction.failed');
+      return {
+        outcome: { status: 'failed' as const, reason: 'compaction_failed', error: event.error },
+      };
+    }),
     // Live, the actor that commits step.completed appends every call's decision in the same
     // write, so the machine passes `deciding` on facts alone. Deciders run only when a recovery
     // re-enters `deciding`: a log written before decisions shared that write, or a write cut
@@ -156,14 +172,8 @@ export const turnMachine = setup({
       if (event.type !== 'run.recovered') return;
       for (const call of context.calls.filter((candidate) => candidate.status === 'proposed')) {
         enqueue.spawnChild('settleTool', {
-          id: `decide:${context.stepId}:${call.callId}`,
-          input: {
-            phase: 'decide',
-            sessionId: context.sessionId,
-            runId: context.runId,
-            stepId: context.stepId ?? '',
-            callId: call.callId,
-          },
+          id: settleChildId('decide', context, call),
+          input: { phase: 'decide', ...settleIds(context, call) },
         });
       }
     }),
@@ -171,15 +181,8 @@ export const turnMachine = setup({
       for (const call of context.calls) {
         if (call.status !== 'decided' || call.decision === undefined) continue;
         enqueue.spawnChild('settleTool', {
-          id: `run:${context.stepId}:${call.callId}`,
-          input: {
-            phase: 'run',
-            sessionId: context.sessionId,
-            runId: context.runId,
-            stepId: context.stepId ?? '',
-            callId: call.callId,
-            decision: call.decision,
-          },
+          id: settleChildId('run', context, call),
+          input: { phase: 'run', ...settleIds(context, call), decision: call.decision },
         });
       }
     }),
@@ -188,13 +191,10 @@ export const turnMachine = setup({
         // A started call still has its own settlement running (it honours the stop grace).
         if (call.status === 'settled' || call.status === 'started') continue;
         enqueue.spawnChild('settleTool', {
-          id: `abandon:${context.stepId}:${call.callId}`,
+          id: settleChildId('abandon', context, call),
           input: {
             phase: 'abandon',
-            sessionId: context.sessionId,
-            runId: context.runId,
-            stepId: context.stepId ?? '',
-            callId: call.callId,
+            ...settleIds(context, call),
             outcome: call.status === 'indeterminate' ? 'unknown' : 'cancelled',
           },
         });
@@ -202,11 +202,10 @@ export const turnMachine = setup({
     }),
     stopToolChildren: enqueueActions(({ context, enqueue }) => {
       for (const call of context.calls)
-        for (const id of toolChildIds(context, call)) enqueue.stopChild(id);
+        for (const phase of settlePhases) enqueue.stopChild(settleChildId(phase, context, call));
     }),
     stopDeciders: enqueueActions(({ context, enqueue }) => {
-      for (const call of context.calls)
-        enqueue.stopChild(`decide:${context.stepId}:${call.callId}`);
+      for (const call of context.calls) enqueue.stopChild(settleChildId('decide', context, call));
     }),
   },
 }).createMachine({

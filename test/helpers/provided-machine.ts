@@ -2,17 +2,17 @@ import type { AnyActorLogic } from 'xstate';
 import { turnMachine } from '../../machines/pure/turn-machine.ts';
 
 /** The turn machine's actors, by the name the machine invokes them with. */
-export const actorNames = [
-  'prepareStep',
-  'providerStep',
-  'retryTimer',
-  'summarize',
-  'settleTool',
-] as const;
+export type ActorName = 'prepareStep' | 'providerStep' | 'retryTimer' | 'summarize' | 'settleTool';
 
 /** The turn machine with each actor replaced by `actorFor(name)` (inert actors for machine tests). */
-export function providedMachine(actorFor: (name: (typeof actorNames)[number]) => AnyActorLogic) {
+export function providedMachine(actorFor: (name: ActorName) => AnyActorLogic) {
   return turnMachine.provide({
-    actors: Object.fromEntries(actorNames.map((name) => [name, actorFor(name)])) as never,
+    actors: {
+      prepareStep: actorFor('prepareStep'),
+      providerStep: actorFor('providerStep'),
+      retryTimer: actorFor('retryTimer'),
+      summarize: actorFor('summarize'),
+      settleTool: actorFor('settleTool'),
+    },
   });
 }

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   cpSync,
   mkdirSync,
@@ -18,8 +19,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * The package as a user installs it: build, `npm pack`, install the tarball into a fresh app
  * offline, typecheck a strict consumer file against the installed types, and run it. No network:
  * the app's `node_modules` is seeded with turnlog's dependencies and peers as the project's
- * lockfile resolves them (copied from the project's own install), and `npm install --offline`
- * then adds the tarball and checks the tree.
+ * lockfile resolves them (copied from the project's own install), an app lockfile lists them and
+ * the tarball, and `npm install --offline` then installs the tarball and checks the tree. Nothing
+ * here relies on what the machine's npm cache happens to hold.
  */
 
 const run = promisify(execFile);
@@ -38,7 +40,9 @@ const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as
   name: string;
   version: string;
   dependencies: Record<string, string>;
+  engines: Record<string, string>;
   peerDependencies: Record<string, string>;
+  peerDependenciesMeta: Record<string, { optional?: boolean }>;
 };
 
 let work: string;
@@ -138,9 +142,14 @@ beforeAll(async () => {
     }),
   );
   writeFileSync(join(app, 'app.ts'), consumer);
-  for (const path of lockfileClosure(['lowdb', 'xstate', 'ai', 'zod', '@ai-sdk/provider'])) {
+  const closure = lockfileClosure(['lowdb', 'xstate', 'ai', 'zod', '@ai-sdk/provider']);
+  for (const path of closure) {
     cpSync(join(root, path), join(app, path), { recursive: true });
   }
+  // The app's lockfile lists what was copied, so `npm install --offline` resolves the tree from
+  // it and needs no registry metadata: a fresh machine's npm cache holds only the tarballs `npm
+  // ci` fetched, not the package documents an install without a lockfile would ask for.
+  writeFileSync(join(app, 'package-lock.json'), JSON.stringify(appLockfile(closure, tarball)));
   await run(
     'npm',
     ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'],
@@ -266,6 +275,42 @@ function lockfileClosure(names: string[]): string[] {
     }
   }
   return [...seen].filter((path) => path.lastIndexOf('node_modules/') === 0);
+}
+
+/** A lockfile for the app: its root and the copied packages (nested ones too), as locked here. */
+function appLockfile(closure: string[], tarball: string) {
+  const { dependencies } = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+  };
+  const packages: Record<string, unknown> = {
+    '': { name: 'consumer', dependencies },
+    // turnlog itself too: without it npm would fetch the package documents of its peers.
+    'node_modules/turnlog': {
+      version: manifest.version,
+      resolved: `file:${tarball}`,
+      integrity: `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`,
+      license: 'MIT',
+      dependencies: manifest.dependencies,
+      engines: manifest.engines,
+      peerDependencies: manifest.peerDependencies,
+      peerDependenciesMeta: manifest.peerDependenciesMeta,
+    },
+  };
+  for (const [path, entry] of Object.entries(lock.packages)) {
+    if (!closure.some((top) => path === top || path.startsWith(`${top}/node_modules/`))) continue;
+    const {
+      dev: _dev,
+      devOptional: _devOptional,
+      peer: _peer,
+      ...kept
+    } = entry as LockedPackage & {
+      dev?: boolean;
+      devOptional?: boolean;
+      peer?: boolean;
+    };
+    packages[path] = kept;
+  }
+  return { name: 'consumer', lockfileVersion: 3, requires: true, packages };
 }
 
 function listFiles(folder: string): string[] {
