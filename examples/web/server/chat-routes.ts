@@ -114,17 +114,23 @@ export function createChatRoutes(runtime: Runtime, turns: Map<string, TurnHandle
       const turn = turns.get(sessionId);
       if (turn === undefined) return new Response(null, { status: 204 });
       const events = turn.events[Symbol.asyncIterator]();
-      const release = () => void Promise.resolve(events.return?.()).catch(() => {});
+      let released = false;
+      const release = () => {
+        released = true;
+        Promise.resolve(events.return?.()).catch(() => {});
+      };
       const body = new ReadableStream<Uint8Array>({
         async pull(controller) {
           // The handle replays the run from run.started, then waits for its next event.
           for (let next = await events.next(); !next.done; next = await events.next()) {
+            if (released) return;
             const event = next.value;
             if ('seq' in event && event.seq > after) {
               controller.enqueue(new TextEncoder().encode(JSON.stringify({ seq: event.seq })));
               break;
             }
           }
+          if (released) return;
           release();
           controller.close();
         },
