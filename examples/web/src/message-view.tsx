@@ -92,7 +92,7 @@ function ToolView({
         <strong>{name}</strong>{' '}
         <span className="badge">
           {byProvider && part.state === 'input-available'
-            ? 'running at the provider…'
+            ? 'no result yet'
             : stateLabels[part.state]}
         </span>
         {byProvider && <span className="muted"> run by the provider</span>}
