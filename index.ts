@@ -118,8 +118,11 @@ export {
 export { projectHistory } from './events/project-history.ts';
 export {
   type PendingDecision,
+  type ProviderToolView,
   projectTurn,
   type RunView,
+  type StepView,
+  type ToolCallView,
   type TurnReadModel,
 } from './events/project-turn.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/effects/turn-channel.ts';

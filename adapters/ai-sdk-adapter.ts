@@ -157,6 +157,8 @@ async function runStep({
   let sdkError: { error: unknown } | undefined;
   try {
     const toolNames = new Map<string, string>();
+    /** Calls of tools the provider runs itself: their input streams, marked as theirs. */
+    const providerExecuted = new Set<string>();
     const { headers, ...sampling } = settings ?? {};
     // One model call: no loop, no retries (I4), errors thrown or streamed as data.
     const { stream } = await streamLanguageModelCall({
@@ -182,9 +184,16 @@ async function runStep({
         events.push({ type: 'reasoning.delta', text: part.text });
       } else if (part.type === 'tool-input-start') {
         toolNames.set(part.id, part.toolName);
+        if (part.providerExecuted === true) providerExecuted.add(part.id);
       } else if (part.type === 'tool-input-delta' && part.delta.length > 0) {
         const name = toolNames.get(part.id) ?? '';
-        events.push({ type: 'tool.input.delta', callId: part.id, name, delta: part.delta });
+        events.push({
+          type: 'tool.input.delta',
+          callId: part.id,
+          name,
+          delta: part.delta,
+          ...(providerExecuted.has(part.id) ? { providerExecuted: true as const } : {}),
+        });
       } else if (part.type === 'error') {
         sdkError ??= { error: part.error };
       }

@@ -57,7 +57,14 @@ export interface ModelStepRequest {
 export type ModelStepEvent =
   | { type: 'text.delta'; text: string }
   | { type: 'reasoning.delta'; text: string }
-  | { type: 'tool.input.delta'; callId: string; name: string; delta: string };
+  | {
+      type: 'tool.input.delta';
+      callId: string;
+      name: string;
+      delta: string;
+      /** A call of a provider-executed tool: the provider runs it, turnlog never does. */
+      providerExecuted?: true;
+    };
 
 /** The payload of the fact a step ends with (the runtime adds the envelope and `stepId`). */
 export type ModelStepCompletion =

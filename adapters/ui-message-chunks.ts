@@ -6,12 +6,17 @@ import { createToolChunks } from './ui-tool-chunks.ts';
 
 type Chunk = TurnlogUIMessageChunk;
 type Kind = 'text' | 'reasoning';
+/** A part the message shows for the step, in order: text, reasoning, a provider-executed call. */
+type Shown = { type: Kind; text: string } | { type: 'provider-call'; callId: string };
 
 /** The step whose parts the message shows last. */
 interface StepState {
   stepId: string;
-  /** Text and reasoning the current attempt streamed, as the content parts they will be. */
-  streamed: { type: Kind; text: string }[];
+  /**
+   * Text, reasoning and provider-executed calls the current attempt streamed, as the content
+   * parts they will be.
+   */
+  streamed: Shown[];
   /** The text or reasoning part still open. */
   open: { type: Kind; id: string } | undefined;
   /** Calls whose input the current attempt streamed, in order. */
@@ -54,7 +59,7 @@ export function createChunkTranslator(ids: { sessionId: string; runId: string })
     if (step === undefined || step.completed || step.stepId !== stepId) return;
     if (step.open?.type !== type) {
       closeOpenPart(out);
-      const id = `${step.stepId}:${step.streamed.length}`;
+      const id = `${step.stepId}:${step.streamed.filter((item) => item.type !== 'provider-call').length}`;
       step.open = { type, id };
       step.streamed.push({ type, text: '' });
       out.push({ type: `${type}-start`, id });
@@ -118,24 +123,59 @@ export function createChunkTranslator(ids: { sessionId: string; runId: string })
   function stepCompleted(out: Chunk[], fact: FactOf<'step.completed'>) {
     if (step === undefined || step.stepId !== fact.stepId || step.completed) return;
     closeOpenPart(out);
-    // Text and reasoning parts; a part of another kind has no text part to be shown as.
-    const content = fact.content.flatMap((part) =>
-      part.type === 'text' || part.type === 'reasoning'
-        ? [{ type: part.type, text: part.text }]
-        : [],
-    );
+    // The parts the log says the step shows, in order, as deltas would have built them:
+    // adjacent text (or reasoning) parts are one part (deltas carry no part ids); a provider
+    // tool's result lands on its call's part unless the message has none for that call yet.
+    const logged: Shown[] = [];
+    /** Per content part: it begins a shown part. */
+    const begins: boolean[] = [];
+    for (const part of fact.content) {
+      const last = logged.at(-1);
+      if (part.type === 'text' || part.type === 'reasoning') {
+        if (last?.type === part.type && 'text' in last) last.text += part.text;
+        else if (part.text !== '') logged.push({ type: part.type, text: part.text });
+        begins.push(last?.type !== part.type && part.text !== '');
+      } else {
+        const { callId } = part;
+        const shown =
+          tools.showsProviderCall(callId) ||
+          logged.some((item) => 'callId' in item && item.callId === callId);
+        if (!shown) logged.push({ type: 'provider-call', callId });
+        begins.push(!shown);
+      }
+    }
     const callIds = fact.toolCalls.map((call) => call.callId);
     const streamedAsLogged =
-      JSON.stringify(step.streamed) === JSON.stringify(content) &&
+      JSON.stringify(step.streamed) === JSON.stringify(logged) &&
       step.streamedCalls.every((callId, index) => callIds[index] === callId);
-    if (!streamedAsLogged) {
-      resetAttempt(out);
-      content.forEach(({ type, text }, index) => {
-        const id = `${fact.stepId}:${index}`;
-        out.push({ type: `${type}-start`, id }, { type: `${type}-delta`, id, delta: text });
-        out.push({ type: `${type}-end`, id });
-      });
-    }
+    if (!streamedAsLogged) resetAttempt(out);
+    // Parts that streamed stay; what did not is sent now. A provider call's part (streamed or
+    // not) gets its input; its result updates it in place.
+    const send = (chunk: Chunk) => {
+      if (!streamedAsLogged) out.push(chunk);
+    };
+    let textIndex = 0;
+    let open: { type: Kind; id: string } | undefined;
+    const close = () => {
+      if (open !== undefined) send({ type: `${open.type}-end`, id: open.id });
+      open = undefined;
+    };
+    fact.content.forEach((part, index) => {
+      if (begins[index]) close();
+      if (part.type === 'text' || part.type === 'reasoning') {
+        if (begins[index]) {
+          open = { type: part.type, id: `${fact.stepId}:${textIndex}` };
+          textIndex += 1;
+          send({ type: `${part.type}-start`, id: open.id });
+        }
+        if (open !== undefined && part.text !== '') {
+          send({ type: `${part.type}-delta`, id: open.id, delta: part.text });
+        }
+      } else {
+        out.push(...tools.provider(part));
+      }
+    });
+    close();
     out.push(...tools.proposed(fact));
     out.push({ type: 'finish-step' });
     step.completed = true;
@@ -223,7 +263,20 @@ export function createChunkTranslator(ids: { sessionId: string; runId: string })
           return out;
         case 'tool.input.delta':
           if (step === undefined || step.completed || step.stepId !== event.stepId) return out;
-          if (!step.streamedCalls.includes(event.callId)) {
+          if (event.providerExecuted === true) {
+            const { callId } = event;
+            if (!step.streamed.some((item) => 'callId' in item && item.callId === callId)) {
+              // Text after the provider's call is a part of its own, as in the step's content.
+              closeOpenPart(out);
+              step.streamed.push({ type: 'provider-call', callId });
+              out.push({
+                type: 'tool-input-start',
+                toolCallId: callId,
+                toolName: event.name,
+                providerExecuted: true,
+              });
+            }
+          } else if (!step.streamedCalls.includes(event.callId)) {
             step.streamedCalls.push(event.callId);
             out.push({ type: 'tool-input-start', toolCallId: event.callId, toolName: event.name });
           }

@@ -66,14 +66,23 @@ export function foldChunks(
         const existing = toolPart(chunk.toolCallId);
         const state = chunk.type === 'tool-input-start' ? 'input-streaming' : 'input-available';
         const input = chunk.type === 'tool-input-start' ? undefined : chunk.input;
+        const provider = {
+          ...(chunk.providerExecuted === undefined
+            ? {}
+            : { providerExecuted: chunk.providerExecuted }),
+          ...(chunk.providerMetadata === undefined
+            ? {}
+            : { callProviderMetadata: chunk.providerMetadata }),
+        };
         if (existing !== undefined && parts.indexOf(existing) > stepStart()) {
-          Object.assign(existing, { state, input });
+          Object.assign(existing, { type: `tool-${chunk.toolName}`, state, input }, provider);
         } else {
           parts.push({
             type: `tool-${chunk.toolName}`,
             toolCallId: chunk.toolCallId,
             state,
             input,
+            ...provider,
           } as Part);
         }
         break;
@@ -111,12 +120,18 @@ export function foldChunks(
       case 'tool-output-denied': {
         const part = toolPart(chunk.toolCallId);
         if (part === undefined) break;
+        if (chunk.type === 'tool-output-denied') {
+          part.state = 'output-denied';
+          break;
+        }
         if (chunk.type === 'tool-output-available') {
           Object.assign(part, { state: 'output-available', output: chunk.output });
-        } else if (chunk.type === 'tool-output-error') {
-          Object.assign(part, { state: 'output-error', errorText: chunk.errorText });
         } else {
-          part.state = 'output-denied';
+          Object.assign(part, { state: 'output-error', errorText: chunk.errorText });
+        }
+        if (chunk.providerExecuted !== undefined) part.providerExecuted = chunk.providerExecuted;
+        if (chunk.providerMetadata !== undefined) {
+          part.resultProviderMetadata = chunk.providerMetadata;
         }
         break;
       }

@@ -29,6 +29,8 @@ export interface ToUIMessageStreamOptions {
  * status. Text and reasoning stream as they arrive, tool calls as input parts, each permission
  * ask as a `tool-approval-request` (its approval id binds the call and its input hash), each
  * decision as the approval's response, each settlement as the tool's output, error or denial.
+ * A provider-executed tool's call (web search, code execution) is a tool part marked
+ * `providerExecuted`, with the provider's result as its output or error, and no approval.
  *
  * The stream ends when the run ends (`finish`, `error` then `finish`, or `abort`) or when it
  * waits for a person (`finish` with reason `tool-calls`): the client answers the approvals
@@ -125,7 +127,8 @@ export function toUIMessageStream(
 /**
  * A session's conversation as UI messages, from its facts alone: per run, the user's input and
  * the assistant message `toUIMessageStream` would have built (text, reasoning, tool parts in
- * their final states, approvals, steering), so a chat page starts from the log.
+ * their final states, approvals, provider-executed tools, steering), so a chat page starts
+ * from the log.
  *
  * @example
  * const chat = new Chat({ id: sessionId, messages: toUIMessages(await runtime.facts(sessionId)) });

@@ -1,4 +1,9 @@
-import { assertNever, type FactOf } from '../events/facts.ts';
+import {
+  assertNever,
+  type FactOf,
+  type ProviderToolCallPart,
+  type ProviderToolResultPart,
+} from '../events/facts.ts';
 import { type ApprovalKind, approvalAnswers, approvalId } from './ui-approval.ts';
 import type { TurnlogUIMessageChunk } from './ui-message-types.ts';
 
@@ -32,10 +37,14 @@ const indeterminateReason =
  * a policy decision is an automatic approval. A part whose approval was denied (or never
  * answered before a stop) ends `output-denied`, any other failure `output-error` with the
  * settlement text: the AI SDK accepts nothing else after an approval (`validateUIMessages`).
+ * Provider-executed tools' calls and results (`step.completed` content) are tool parts marked
+ * `providerExecuted`, with no approval: turnlog never runs them.
  */
 export function createToolChunks() {
   let stepId = '';
   let calls = new Map<string, CallState>();
+  /** The provider-executed calls the run's message shows (a result may come steps later). */
+  const providerCalls = new Set<string>();
 
   function request(
     call: CallState,
@@ -142,6 +151,55 @@ export function createToolChunks() {
           toolCallId: call.callId,
           toolName: call.name,
           input: call.input,
+        });
+      }
+      return out;
+    },
+
+    /** True once the message has a part for this provider-executed call. */
+    showsProviderCall: (callId: string): boolean => providerCalls.has(callId),
+
+    /**
+     * A provider-executed tool's call or result (a `step.completed` content part) as the AI SDK
+     * shows one: a tool part marked `providerExecuted`, input-available, then output-available
+     * or output-error. turnlog never runs, asks about or settles these calls.
+     */
+    provider(part: ProviderToolCallPart | ProviderToolResultPart): Chunk[] {
+      const out: Chunk[] = [];
+      const toolCallId = part.callId;
+      const metadata =
+        part.providerOptions === undefined ? {} : { providerMetadata: part.providerOptions };
+      if (part.type === 'provider-tool-call' || !providerCalls.has(toolCallId)) {
+        // A result whose call is not in this run's message gets a part of its own (input null:
+        // the run holds no input for it), so the output has a part to land on.
+        providerCalls.add(toolCallId);
+        out.push({
+          type: 'tool-input-available',
+          toolCallId,
+          toolName: part.name,
+          input: part.type === 'provider-tool-call' ? part.input : null,
+          providerExecuted: true,
+          ...(part.type === 'provider-tool-call' ? metadata : {}),
+        });
+      }
+      if (part.type === 'provider-tool-call') return out;
+      if (part.isError) {
+        const errorText =
+          typeof part.result === 'string' ? part.result : JSON.stringify(part.result);
+        out.push({
+          type: 'tool-output-error',
+          toolCallId,
+          errorText,
+          providerExecuted: true,
+          ...metadata,
+        });
+      } else {
+        out.push({
+          type: 'tool-output-available',
+          toolCallId,
+          output: part.result,
+          providerExecuted: true,
+          ...metadata,
         });
       }
       return out;

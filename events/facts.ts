@@ -104,6 +104,8 @@ export type TransientEvent =
       callId: string;
       name: string;
       delta: string;
+      /** A call of a provider-executed tool: the provider runs it, turnlog never does. */
+      providerExecuted?: true;
     };
 
 export type TransientEventType = TransientEvent['type'];

@@ -77,6 +77,11 @@ export interface StepView {
   text: string;
   reasoning: string;
   toolCalls: ToolCallView[];
+  /**
+   * The calls of tools the provider ran itself (web search, code execution), in the step's
+   * order: not turnlog's calls — never proved, asked about, started or settled by turnlog.
+   */
+  providerTools: ProviderToolView[];
   /** The failure of the latest failed attempt. */
   error: ProviderFailure | undefined;
 }
@@ -96,6 +101,21 @@ export interface ToolCallView {
   outcome: ToolOutcome | undefined;
   /** The `tool.settled` text: exactly what the model sees. */
   result: string | undefined;
+}
+
+/**
+ * A call of a provider-executed tool and its result, as the provider reported them in
+ * `step.completed` content. A result that came in a later step of the run (Anthropic's code
+ * execution) is shown on its call; a result whose call is not in the run has a view of its own.
+ */
+export interface ProviderToolView {
+  callId: string;
+  name: string;
+  /** `undefined` for a result whose call is not in the run. */
+  input: JsonValue | undefined;
+  /** `undefined` until the provider's result arrives. */
+  outcome: 'success' | 'error' | undefined;
+  result: JsonValue | undefined;
 }
 
 /** Where a call's permission stands: asked (`pending`) or decided, by whom and why. */
@@ -131,6 +151,8 @@ function runView(run: RunFacts): RunView {
     .flatMap((step) => step.completions.slice(0, 1))
     .sort((left, right) => left.seq - right.seq);
   const lastCompleted = completions.at(-1);
+  // The run's provider-executed calls by id: a result may come in a later step than its call.
+  const providerCalls = new Map<string, ProviderToolView>();
   return {
     runId: run.runId,
     turnId: run.turnId,
@@ -142,7 +164,11 @@ function runView(run: RunFacts): RunView {
     startedAt: started?.at,
     endedAt: ended?.at,
     steps: run.steps.map((step, index) =>
-      stepView(step, { runEnded: ended !== undefined, isLast: index === run.steps.length - 1 }),
+      stepView(step, {
+        runEnded: ended !== undefined,
+        isLast: index === run.steps.length - 1,
+        providerCalls,
+      }),
     ),
     text: lastCompleted === undefined ? '' : joinText(lastCompleted.content, 'text'),
     pending,
@@ -150,7 +176,10 @@ function runView(run: RunFacts): RunView {
   };
 }
 
-function stepView(step: StepFacts, where: { runEnded: boolean; isLast: boolean }): StepView {
+function stepView(
+  step: StepFacts,
+  where: { runEnded: boolean; isLast: boolean; providerCalls: Map<string, ProviderToolView> },
+): StepView {
   const completed = step.completions[0];
   const attempt = step.attempts.at(-1);
   return {
@@ -164,6 +193,7 @@ function stepView(step: StepFacts, where: { runEnded: boolean; isLast: boolean }
     text: completed === undefined ? '' : joinText(completed.content, 'text'),
     reasoning: completed === undefined ? '' : joinText(completed.content, 'reasoning'),
     toolCalls: step.calls.map(toolCallView),
+    providerTools: providerToolViews(completed?.content ?? [], where.providerCalls),
     error: step.failures.at(-1)?.error,
   };
 }
@@ -211,6 +241,32 @@ function toolCallView(call: CallFacts): ToolCallView {
     outcome: settled?.outcome,
     result: settled?.text,
   };
+}
+
+/** The step's provider-executed calls; results land on the run's earlier calls. */
+function providerToolViews(
+  content: readonly ContentPart[],
+  calls: Map<string, ProviderToolView>,
+): ProviderToolView[] {
+  const views: ProviderToolView[] = [];
+  for (const part of content) {
+    if (part.type !== 'provider-tool-call' && part.type !== 'provider-tool-result') continue;
+    let view = calls.get(part.callId);
+    if (view === undefined) {
+      view = {
+        callId: part.callId,
+        name: part.name,
+        input: undefined,
+        outcome: undefined,
+        result: undefined,
+      };
+      calls.set(part.callId, view);
+      views.push(view);
+    }
+    if (part.type === 'provider-tool-call') view.input = part.input;
+    else Object.assign(view, { outcome: part.isError ? 'error' : 'success', result: part.result });
+  }
+  return views;
 }
 
 function joinText(content: readonly ContentPart[], type: 'text' | 'reasoning'): string {

@@ -9,7 +9,8 @@
 //   GET  /sessions/:id/facts                                     → 200 [fact, …]
 //   GET  /sessions/:id/pending                                   → 200 [decision, …]
 // and the web example (examples/web, built by `npm run web`): the chat page at /, talking to
-// /api/chat as useChat does (examples/web/server/chat-routes.ts), and the log viewer at /log
+// /api/chat as useChat does (examples/web/server/chat-routes.ts; a page whose run waits for a
+// person follows it through /api/chat/:id/moved), and the log viewer at /log
 // (examples/web/server/log-routes.ts).
 // Errors are JSON { error, message }: 400 bad input, 404 no such run or decision, 409 busy, damaged or
 // already decided. Offline with a scripted model unless OPENAI_API_KEY or
@@ -211,14 +212,20 @@ async function webRoute(
   response: ServerResponse,
 ): Promise<boolean> {
   const { pathname } = url;
-  const chatStream = /^\/api\/chat\/([^/]+)\/(stream|messages)$/.exec(pathname);
+  const chatStream = /^\/api\/chat\/([^/]+)\/(stream|messages|moved)$/.exec(pathname);
   if (request.method === 'POST' && pathname === '/api/chat') {
     const chat = await web.chat.post(await readBody(request, { limit: 4 * 1024 * 1024 }));
     await sendWebResponse(response, chat, web.uiStreams);
   } else if (request.method === 'GET' && chatStream !== null) {
     const sessionId = decodeURIComponent(chatStream[1] ?? '');
     if (chatStream[2] === 'messages') sendJson(response, 200, await web.chat.messages(sessionId));
-    else await sendWebResponse(response, web.chat.resume(sessionId), web.uiStreams);
+    else if (chatStream[2] === 'moved') {
+      const after = Number(url.searchParams.get('after') ?? Number.NaN);
+      if (!Number.isSafeInteger(after) || after < 0) {
+        throw new HttpError(400, 'BadRequest', '"after" must be the seq the page has seen.');
+      }
+      await sendWebResponse(response, web.chat.moved(sessionId, after), web.uiStreams);
+    } else await sendWebResponse(response, web.chat.resume(sessionId), web.uiStreams);
   } else if (
     request.method === 'GET' &&
     (pathname === '/' || pathname === '/log' || pathname.startsWith('/assets/'))

@@ -2,13 +2,17 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createAnthropic } from '@ai-sdk/anthropic';
 import type { BrowserContext, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fact, NewFact } from '../../events/facts.ts';
 import { lowdbStore } from '../../store/lowdb-store.ts';
+import { memoryStore } from '../../store/memory-store.ts';
 import { loadSampleLog } from '../events/sample-logs.ts';
 import { type ExampleProcess, repoRoot, startExample } from '../examples/example-process.ts';
+import { createFakeFetch, loadFixture, sse } from '../helpers/fake-fetch.ts';
+import { testRuntime } from '../runtime/runtime-helpers.ts';
 import { hasChromium, launchChromium } from './chromium.ts';
 
 /** Polls until the page shows it (the page, the server and the browser share 2 busy cores). */
@@ -49,6 +53,22 @@ async function seedDamagedLog(dir: string) {
   await store.close();
 }
 
+/** A run of Anthropic's recorded web search (a provider-executed tool), as session `web-search`. */
+async function seedProviderToolLog(dir: string) {
+  const fake = createFakeFetch(() => sse(loadFixture('anthropic-web-search-tool')));
+  const anthropic = createAnthropic({ apiKey: 'test', fetch: fake.fetch });
+  const runtime = testRuntime(memoryStore(), {
+    model: anthropic('claude-sonnet-4-5'),
+    tools: { webSearch: anthropic.tools.webSearch_20250305() },
+  });
+  await (await runtime.send({ sessionId: 'web-search', text: 'What is in the news?' })).done;
+  const facts = (await runtime.facts('web-search')).map(({ seq: _, ...fact }) => fact);
+  await runtime.close();
+  const store = lowdbStore({ dir });
+  await store.append('web-search', facts as NewFact[]);
+  await store.close();
+}
+
 describe.skipIf(!hasChromium)('the web example in Chromium', () => {
   let dir: string;
   let port: number;
@@ -70,6 +90,7 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
     mkdirSync(shots, { recursive: true });
     dir = mkdtempSync(path.join(tmpdir(), 'turnlog-web-'));
     await seedDamagedLog(path.join(dir, 'embedded-server'));
+    await seedProviderToolLog(path.join(dir, 'embedded-server'));
     port = await freePort();
     url = `http://127.0.0.1:${port}`;
     server = startServerProcess(port, dir);
@@ -148,6 +169,35 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
         .locator('section.tool')
         .evaluateAll((parts) => parts.map((part) => part.getAttribute('data-state'))),
     ).toEqual(['output-available', 'output-denied', 'output-denied']);
+  });
+
+  it('follows a decision made on another tab as it happens', async () => {
+    const done = 'Done. Saved the note "the demo is at 3pm".';
+    await page.goto(`${url}/?session=web-two-tabs`);
+    await page.getByRole('textbox', { name: 'message' }).fill('Remember that the demo is at 3pm');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await tool('saveNote').getByRole('button', { name: 'Allow' }).waitFor();
+    await eventually(() => status().textContent()).toBe('Waiting for your decision.');
+
+    const other = await browser.newPage();
+    try {
+      await other.goto(`${url}/?session=web-two-tabs`);
+      const otherTool = other.locator('section.tool[data-tool="saveNote"]').last();
+      await otherTool.getByRole('button', { name: 'Allow' }).click();
+      await other.getByText(done).waitFor();
+      // The first tab, never clicked, followed the run to its end.
+      await page.getByText(done).waitFor();
+      expect(await tool('saveNote').getAttribute('data-state')).toBe('output-available');
+      expect(await tool('saveNote').locator('.output').textContent()).toBe(
+        'Saved the note "the demo is at 3pm".',
+      );
+      await eventually(() => status().textContent()).toBe('Done.');
+    } finally {
+      await other.close();
+    }
+    const log = await facts('web-two-tabs');
+    expect(log.filter((fact) => fact.type === 'tool.permission.decided')).toHaveLength(1);
+    expect(log.filter((fact) => fact.type === 'tool.started')).toHaveLength(1);
   });
 
   it('resumes from the log when the server is killed while a tool runs and started again', async () => {
@@ -292,5 +342,31 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
         .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-seq'))),
     ).toEqual(['7', '8']);
     await page.screenshot({ path: path.join(shots, 'log-damaged.png'), fullPage: true });
+  });
+
+  it("shows a provider's web search as run by the provider, in the chat and the viewer", async () => {
+    await page.goto(`${url}/?session=web-search`);
+    const search = tool('webSearch');
+    await eventually(() => search.getAttribute('data-state')).toBe('output-available');
+    expect(await search.getAttribute('data-provider-executed')).toBe('true');
+    expect(await search.locator('header').textContent()).toBe('webSearch done run by the provider');
+    expect(await search.locator('pre.input').textContent()).toBe(
+      '{"query":"tech news today September 26 2025"}',
+    );
+    await page.screenshot({ path: path.join(shots, 'chat-web-search.png'), fullPage: true });
+
+    await page.goto(`${url}/log?session=web-search`);
+    const row = page.locator('tr[data-provider-call="srvtoolu_01Bj5uzzLcYG5hfueSLcDH8k"] td');
+    await eventually(() => row.count()).toBe(2);
+    expect(await row.first().textContent()).toBe(
+      'webSearch {"query":"tech news today September 26 2025"}',
+    );
+    expect(await row.nth(1).textContent()).toMatch(/^success: \[\{"url":"https:/);
+    // No call of turnlog's: nothing proved, asked about, started or settled.
+    expect(await page.locator('tr[data-call]').count()).toBe(0);
+    // The next request replays the search to the same provider.
+    expect(await page.getByTestId('request-messages').locator('li').nth(1).textContent()).toMatch(
+      /^assistant → webSearch\(\{"query":"tech news today September 26 2025"\}\) run by the provider ← webSearch, run by the provider: \[/,
+    );
   });
 });

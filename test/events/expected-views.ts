@@ -22,6 +22,7 @@ export function completedStep(
     text: '',
     reasoning: '',
     toolCalls: [],
+    providerTools: [],
     error: undefined,
     ...fields,
   };

@@ -221,6 +221,7 @@ describe('projectTurn on the finished sample logs', () => {
       text: '',
       reasoning: '',
       toolCalls: [],
+      providerTools: [],
       error: {
         kind: 'context_overflow',
         retryable: false,

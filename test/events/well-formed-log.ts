@@ -5,6 +5,8 @@ import { draft, logBuilder } from './log-builder.ts';
 /**
  * A fast-check generator of well-formed session logs: sequential runs of steps with retries,
  * tool calls (asked, allowed, withheld, settled with any outcome, reused callIds across steps),
+ * provider-executed tool calls (before or after the text; a result that succeeded, failed,
+ * never came, or came in the next step),
  * steering at any point, compactions through any seq, and a last run that may be cut off in a
  * request or while its calls run. No damage: `findDamage` finds nothing in them.
  */
@@ -16,6 +18,12 @@ interface CallPlan {
   steerWhileOpen: boolean;
 }
 
+/** A provider-executed tool call in the step's content, and where its result is. */
+interface ProviderToolPlan {
+  beforeText: boolean;
+  result: 'success' | 'error' | 'none' | 'next-step';
+}
+
 interface StepPlan {
   provider: 'a.chat' | 'b.chat';
   failedAttempts: number;
@@ -24,6 +32,7 @@ interface StepPlan {
   reasoning: boolean;
   text: boolean;
   calls: CallPlan[];
+  providerTool: ProviderToolPlan | undefined;
   /** When set, a compaction through a seq picked from this fraction happens before the step. */
   compactBefore: number | undefined;
 }
@@ -56,6 +65,18 @@ const stepPlan: fc.Arbitrary<StepPlan> = fc.record({
   reasoning: fc.boolean(),
   text: fc.boolean(),
   calls: fc.array(callPlan, { maxLength: 3 }),
+  providerTool: fc.option(
+    fc.record({
+      beforeText: fc.boolean(),
+      result: fc.constantFrom(
+        'success' as const,
+        'error' as const,
+        'none' as const,
+        'next-step' as const,
+      ),
+    }),
+    { nil: undefined },
+  ),
   compactBefore: fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }),
 });
 
@@ -82,6 +103,8 @@ function buildLog(runs: RunPlan[]): Fact[] {
     const isLastRun = runIndex === runs.length - 1;
     const cut = isLastRun ? run.cut : 'ended';
     log.startRun(`input ${runIndex + 1}`);
+    // A provider tool's result that arrives in the run's next completed step.
+    let deferred: ContentPart[] = [];
     for (const [stepIndex, step] of run.steps.entries()) {
       const isLastStep = stepIndex === run.steps.length - 1;
       stepNumber += 1;
@@ -101,7 +124,11 @@ function buildLog(runs: RunPlan[]): Fact[] {
       );
       if (step.steerDuring) steer();
       if (cut === 'in-request' && isLastStep) return;
-      const content: ContentPart[] = [];
+      const content: ContentPart[] = deferred;
+      deferred = [];
+      const provider = providerToolParts(stepId, step.providerTool);
+      if (step.providerTool?.result === 'next-step') deferred = provider.splice(1);
+      if (step.providerTool?.beforeText) content.push(...provider);
       if (step.reasoning)
         content.push({
           type: 'reasoning',
@@ -109,6 +136,7 @@ function buildLog(runs: RunPlan[]): Fact[] {
           providerOptions: { a: { signature: stepId } },
         });
       if (step.text) content.push({ type: 'text', text: `text ${stepId}` });
+      if (step.providerTool?.beforeText === false) content.push(...provider);
       const calls = step.calls.map((call, index) =>
         call.withheld ? draft.withheldCall(`call_${index}`) : draft.call(`call_${index}`),
       );
@@ -131,4 +159,30 @@ function buildLog(runs: RunPlan[]): Fact[] {
     if (cut === 'ended') log.add(draft.ended());
   });
   return log.facts;
+}
+
+/** A provider-executed call (and its result) as `step.completed` content. */
+function providerToolParts(stepId: string, plan: ProviderToolPlan | undefined): ContentPart[] {
+  if (plan === undefined) return [];
+  const callId = `srv_${stepId}`;
+  const call: ContentPart = {
+    type: 'provider-tool-call',
+    callId,
+    name: 'webSearch',
+    input: { query: `query ${stepId}` },
+    providerOptions: { a: { itemId: callId } },
+  };
+  if (plan.result === 'none') return [call];
+  const isError = plan.result === 'error';
+  return [
+    call,
+    {
+      type: 'provider-tool-result',
+      callId,
+      name: 'webSearch',
+      result: isError ? { errorCode: 'unavailable' } : [{ url: `https://example.com/${stepId}` }],
+      isError,
+      providerOptions: { a: { itemId: callId } },
+    },
+  ];
 }

@@ -107,6 +107,48 @@ describe('the web example routes over HTTP', () => {
     ]);
   });
 
+  it('tells a page waiting on a run when a decision made elsewhere moved it on', async () => {
+    const question = user('Remember that the demo is at 3pm');
+    const parked = (
+      await readResponseLikeUseChat(await postChat({ id: 'c4', messages: [question] }))
+    ).message as TurnlogUIMessage;
+    const seq = parked.metadata?.seq as number;
+    const moved = (after: number) => fetch(`${server.url}/api/chat/c4/moved?after=${after}`);
+    // Facts after the given seq are already in the log: answered at once.
+    expect(await (await moved(seq - 1)).json()).toEqual({ seq });
+
+    // Nothing after the park yet: the answer comes with the decision another client makes.
+    const waiting = moved(seq);
+    const callId = (
+      parked.parts.find((part) => part.type === 'tool-saveNote') as { toolCallId: string }
+    ).toolCallId;
+    const decided = await fetch(`${server.url}/sessions/c4/decisions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ callId, decision: 'allow' }),
+    });
+    expect(decided.status).toBe(200);
+    const answer = await waiting;
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ seq: seq + 1 });
+    const facts = await (await fetch(`${server.url}/sessions/c4/facts`)).json();
+    expect(facts[seq]).toMatchObject({ seq: seq + 1, type: 'tool.permission.decided', by: 'user' });
+
+    // The run goes on without this page; once it ended, the log shows the decision.
+    const messages = async () =>
+      (await (await fetch(`${server.url}/api/chat/c4/messages`)).json()) as TurnlogUIMessage[];
+    await expect.poll(async () => (await messages()).at(-1)?.metadata?.status).toBe('completed');
+    expect(
+      (await messages()).at(-1)?.parts.find((part) => part.type === 'tool-saveNote'),
+    ).toMatchObject({
+      state: 'output-available',
+      approval: { approved: true },
+    });
+    // No unfinished run (once the handle is let go): nothing to wait for.
+    await expect.poll(async () => (await moved(0)).status).toBe(204);
+    expect((await fetch(`${server.url}/api/chat/c4/moved`)).status).toBe(400);
+  });
+
   it('refuses what it cannot do, with the status and the reason', async () => {
     expect(await errorOf(await postChat({ messages: [user('hi')] }))).toEqual({
       status: 400,

@@ -2,6 +2,7 @@
 //   POST /api/chat                 { id, messages, trigger }  → UI message stream of the run
 //   GET  /api/chat/:id/stream                                 → the unfinished run replayed, then live (204: none)
 //   GET  /api/chat/:id/messages                               → the session as UI messages, from the log
+//   GET  /api/chat/:id/moved?after=N                          → { seq } once the unfinished run records a fact after N (204: none)
 // The chat id is the session id. A user message starts a run; an assistant message that answers
 // approvals records the decisions and continues the run's message. Nothing but the log is kept:
 // a client that reconnects gets the run rebuilt from the log and then its live tail.
@@ -101,6 +102,42 @@ export function createChatRoutes(runtime: Runtime, turns: Map<string, TurnHandle
       const turn = turns.get(sessionId);
       if (turn === undefined) return new Response(null, { status: 204 });
       return createUIMessageStreamResponse({ stream: toUIMessageStream(turn) });
+    },
+
+    /**
+     * `GET /api/chat/:id/moved?after=N`: a long poll that answers `{ seq }` once the session's
+     * unfinished run records a fact after `N` — a decision made on another page or through
+     * `/sessions/:id/decisions`, a stop — and 204 at once when it has no unfinished run. A page
+     * whose run waits for a person holds one open and, when it answers, resumes the stream.
+     */
+    moved(sessionId: string, after: number): Response {
+      const turn = turns.get(sessionId);
+      if (turn === undefined) return new Response(null, { status: 204 });
+      const events = turn.events[Symbol.asyncIterator]();
+      let released = false;
+      const release = () => {
+        released = true;
+        Promise.resolve(events.return?.()).catch(() => {});
+      };
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          // The handle replays the run from run.started, then waits for its next event.
+          for (let next = await events.next(); !next.done; next = await events.next()) {
+            if (released) return;
+            const event = next.value;
+            if ('seq' in event && event.seq > after) {
+              controller.enqueue(new TextEncoder().encode(JSON.stringify({ seq: event.seq })));
+              break;
+            }
+          }
+          if (released) return;
+          release();
+          controller.close();
+        },
+        // The page left (or answered itself): the run goes on; only this wait ends.
+        cancel: release,
+      });
+      return new Response(body, { headers: { 'content-type': 'application/json' } });
     },
 
     /** `GET /api/chat/:id/messages`: the initial messages of a chat page. */

@@ -1,7 +1,8 @@
 // The chat page: useChat over the AI SDK's default transport (/api/chat), with turnlog's UI
 // message stream behind it. Approvals are answered with addToolApprovalResponse and sent back
 // by the SDK itself (lastAssistantMessageIsCompleteWithApprovalResponses); a dropped stream
-// (the server restarted) is resumed from the log.
+// (the server restarted) is resumed from the log. While the run waits for a person, the page
+// follows it: a decision made on another page (or a stop) shows here as it happens.
 import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
 import { StrictMode, useCallback, useEffect, useRef, useState } from 'react';
@@ -76,6 +77,29 @@ function Chat({ sessionId, initial }: { sessionId: string; initial: TurnlogUIMes
   const lastRun = messages.findLast((message) => message.role === 'assistant')?.metadata;
   const busy = status === 'submitted' || status === 'streaming';
   const unfinished = busy || lastRun?.status === 'running' || lastRun?.status === 'awaiting';
+
+  // The run waits for a person, and this page has no stream open: someone else may answer
+  // (another tab, another client of the server). Wait for the run to record anything after
+  // what the page shows, then resume its stream (rebuilt from the log, followed live) and
+  // read the log. The page's own answer opens a stream first, which ends this wait.
+  const waitingAt = status === 'ready' && lastRun?.status === 'awaiting' ? lastRun.seq : undefined;
+  useEffect(() => {
+    if (waitingAt === undefined || reconnecting) return;
+    const controller = new AbortController();
+    const moved = `/api/chat/${encodeURIComponent(sessionId)}/moved?after=${waitingAt}`;
+    fetch(moved, { signal: controller.signal })
+      .then(async (response) => {
+        await response.text();
+        if (controller.signal.aborted) return;
+        // Followed live while the run lasts; the log has the rest if it ended first (204).
+        if (response.status === 200) await resumeStream();
+        setMessages(await loadMessages(sessionId));
+      })
+      .catch(() => {
+        // Left (aborted), or the server went away: a reload or the next stream picks it up.
+      });
+    return () => controller.abort();
+  }, [waitingAt, reconnecting, sessionId, resumeStream, setMessages]);
 
   async function stop() {
     await fetch(`/sessions/${encodeURIComponent(sessionId)}/stop`, { method: 'POST' });

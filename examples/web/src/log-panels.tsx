@@ -1,7 +1,8 @@
 // The log viewer's panels at one fact: the machine chart with the state highlighted, the read
-// model (runs, steps, calls with proof, permission, start and settlement), and the request.
+// model (runs, steps, calls with proof, permission, start and settlement; the provider's own
+// tools apart, run by the provider), and the request.
 import { useMemo } from 'react';
-import type { ModelMessage, TurnReadModel } from '../../../index.ts';
+import type { JsonValue, ModelMessage, TurnReadModel } from '../../../index.ts';
 import type { RequestAtSeq, StateAtSeq } from '../server/log-view.ts';
 import type { MachineChart } from '../server/machine-chart.ts';
 import { layoutChart } from './chart-layout.ts';
@@ -134,6 +135,33 @@ export function ReadModelView({ readModel, runId }: { readModel: TurnReadModel; 
               </tbody>
             </table>
           )}
+          {step.providerTools.length > 0 && (
+            <table data-testid="provider-tools">
+              <thead>
+                <tr>
+                  <th>run by the provider</th>
+                  <th>result</th>
+                </tr>
+              </thead>
+              <tbody>
+                {step.providerTools.map((tool) => (
+                  <tr key={tool.callId} data-provider-call={tool.callId}>
+                    <td>
+                      {tool.name}{' '}
+                      <code>
+                        {tool.input === undefined ? '(call not in this run)' : brief(tool.input)}
+                      </code>
+                    </td>
+                    <td>
+                      {tool.outcome === undefined
+                        ? 'no result yet'
+                        : `${tool.outcome}: ${brief(tool.result ?? null)}`}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
         </div>
       ))}
     </section>
@@ -184,9 +212,19 @@ function messageText(message: ModelMessage): string {
           return `→ ${part.name}(${JSON.stringify(part.input)})`;
         case 'tool-result':
           return `← ${part.name}: ${part.text}`;
+        case 'provider-tool-call':
+          return `→ ${part.name}(${brief(part.input)}) run by the provider`;
+        case 'provider-tool-result':
+          return `← ${part.name}, run by the provider${part.isError ? ', failed' : ''}: ${brief(part.result)}`;
         default:
           return '';
       }
     })
     .join(' ');
+}
+
+/** A JSON value on one line, cut short (a web search's results run to kilobytes). */
+function brief(value: JsonValue): string {
+  const text = JSON.stringify(value);
+  return text.length > 160 ? `${text.slice(0, 160)}…` : text;
 }

@@ -78,15 +78,24 @@ function ToolView({
 }) {
   const name = getToolName(part);
   const approval = part.approval;
+  // A provider-executed tool (web search, code execution): the provider ran it, not turnlog.
+  const byProvider = part.providerExecuted === true;
   return (
     <section
       className={`tool ${part.state}`}
       data-tool={name}
       data-state={part.state}
+      data-provider-executed={byProvider ? 'true' : undefined}
       aria-label={`tool ${name}`}
     >
       <header>
-        <strong>{name}</strong> <span className="badge">{stateLabels[part.state]}</span>
+        <strong>{name}</strong>{' '}
+        <span className="badge">
+          {byProvider && part.state === 'input-available'
+            ? 'no result yet'
+            : stateLabels[part.state]}
+        </span>
+        {byProvider && <span className="muted"> run by the provider</span>}
         {approval?.isAutomatic === true && <span className="muted"> (by the policy)</span>}
       </header>
       <pre className="input">{JSON.stringify(part.input)}</pre>
@@ -102,7 +111,7 @@ function ToolView({
         </div>
       )}
       {part.state === 'output-available' && (
-        <pre className="output">
+        <pre className={byProvider ? 'output provider' : 'output'}>
           {typeof part.output === 'string' ? part.output : JSON.stringify(part.output)}
         </pre>
       )}
