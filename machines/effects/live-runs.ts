@@ -135,13 +135,12 @@ export function createLiveRuns(options: LiveRunsOptions) {
       store,
       facts: () => driver.facts(),
       history: createHistoryProjection(),
-      commit: (draft) => driver.commit(draft),
+      commit: (draft, prepared) => driver.commit(draft, prepared),
       commitAll: (drafts) => driver.commitAll(drafts),
       signal: controller.signal,
       generateId,
       random: options.random,
       emit: (event) => sink.push(event),
-      prepared: new Map(),
       onError: (error) => driver.fail(error),
     });
     driver = createRunDriver({

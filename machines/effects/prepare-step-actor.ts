@@ -26,8 +26,6 @@ export function requestLimits(limits: RunServices['limits']) {
   };
 }
 
-export const preparedKey = (stepId: string, attempt: number) => `${stepId}#${attempt}`;
-
 /**
  * The `prepareStep` actor (state `projecting`): re-reads the log, builds the next request and
  * estimates its size. Over the context budget it commits `compaction.started`; otherwise it
@@ -55,15 +53,17 @@ export function prepareStepActor(servicesOf: ServicesOf) {
     if (signal.aborted) return;
     const stepId = input.retry?.stepId ?? services.generateId('step');
     const attempt = input.retry?.attempt ?? 1;
-    services.prepared.set(preparedKey(stepId, attempt), request);
-    const taken = await services.commit({
-      type: 'step.started',
-      stepId,
-      attempt,
-      // The run's tool set is fixed while it runs; the hash says which set this step was sent with.
-      request: { ...services.adapter.capture(request), toolsHash: services.toolsHash },
-      projectedThroughSeq,
-    });
-    if (!taken) services.prepared.delete(preparedKey(stepId, attempt));
+    // The request travels to `providerStep` on the machine's step.started event, not in the log.
+    await services.commit(
+      {
+        type: 'step.started',
+        stepId,
+        attempt,
+        // The run's tool set is fixed while it runs; the hash says which set this step was sent with.
+        request: { ...services.adapter.capture(request), toolsHash: services.toolsHash },
+        projectedThroughSeq,
+      },
+      request,
+    );
   });
 }

@@ -1,7 +1,7 @@
 import type { ModelStepEvent } from '../../adapters/model-adapter.ts';
 import type { ProposedFact, ToolCallRecord } from '../../events/facts.ts';
 import type { ProviderStepInput } from '../pure/actor-inputs.ts';
-import { buildRequest, preparedKey } from './prepare-step-actor.ts';
+import { buildRequest } from './prepare-step-actor.ts';
 import { limitRetryAfter } from './retry-timer-actor.ts';
 import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
 import { settleContext } from './settle-tool-actor.ts';
@@ -34,9 +34,7 @@ function decideCalls(
 export function providerStepActor(servicesOf: ServicesOf) {
   return fromTask<ProviderStepInput>(servicesOf, async (services, input, signal) => {
     const { sessionId, runId, stepId, attempt } = input;
-    const key = preparedKey(stepId, attempt);
-    const request = services.prepared.get(key) ?? buildRequest(services);
-    services.prepared.delete(key);
+    const request = input.request ?? buildRequest(services);
     const step = services.adapter.step({
       ...request,
       abortSignal: AbortSignal.any([services.signal, signal]),

@@ -8,6 +8,7 @@ import {
 import type { Fact, FactOf, NewFact, ProposedFact } from '../../events/facts.ts';
 import type { IdGenerator } from '../../events/ids.ts';
 import type { EventStore } from '../../store/event-store.ts';
+import type { PreparedRequest, TurnMachineEvent } from '../pure/actor-inputs.ts';
 import { type HeldTransition, heldTransition, pureTransition } from '../pure/pure-transition.ts';
 import { statePath } from '../pure/state-path.ts';
 import type { TurnInput, TurnOutcome } from '../pure/turn-context.ts';
@@ -39,6 +40,8 @@ export interface RunDriverOptions {
 /** A fact an actor proposed, waiting for the next append. */
 interface Proposal {
   draft: ProposedFact;
+  /** The request a proposed `step.started` sends: the machine's event carries it, the log not. */
+  prepared?: PreparedRequest;
   settle: (taken: boolean) => void;
   reject: (error: unknown) => void;
 }
@@ -141,12 +144,15 @@ export function createRunDriver(options: RunDriverOptions) {
     actor?.stop();
   }
 
-  function propose(drafts: readonly ProposedFact[]): Promise<boolean>[] {
+  function propose(
+    drafts: readonly ProposedFact[],
+    prepared?: PreparedRequest,
+  ): Promise<boolean>[] {
     const results = drafts.map(
       (draft) =>
         new Promise<boolean>((settle, reject) => {
           if (failure !== undefined) reject(failure);
-          else pending.push({ draft, settle, reject });
+          else pending.push({ draft, settle, reject, ...(prepared && { prepared }) });
         }),
     );
     if (!draining && failure === undefined) {
@@ -176,7 +182,10 @@ export function createRunDriver(options: RunDriverOptions) {
       if (draft.id !== undefined && (knownIds.has(draft.id) || ids.has(draft.id))) continue;
       const fact = envelope(draft, '');
       // The store assigns this same seq: appends are serialized and checked with expectedSeq.
-      const probe = { ...fact, seq: lastSeq() + planned.length + 1 } as Fact;
+      const probe = machineEvent(
+        { ...fact, seq: lastSeq() + planned.length + 1 } as Fact,
+        proposal.prepared,
+      );
       // With an inspector attached, the live actor computes its own transition when it takes
       // the fact, so the inspector sees every microstep in order; otherwise the live actor's
       // transition is computed here, once, and held until the fact is durable.
@@ -221,7 +230,7 @@ export function createRunDriver(options: RunDriverOptions) {
           continue;
         }
         record(fact, reached);
-        adopt(fact, held);
+        adopt(fact, held, proposal?.prepared);
         proposal?.settle(true);
       }
       // The others were not taken (settling a taken one again changes nothing).
@@ -233,9 +242,13 @@ export function createRunDriver(options: RunDriverOptions) {
   }
 
   /** The live actor takes a durable fact and must reach the state the fact recorded. */
-  function adopt(fact: Fact, held: HeldTransition<TurnSnapshot> | undefined) {
+  function adopt(
+    fact: Fact,
+    held: HeldTransition<TurnSnapshot> | undefined,
+    prepared: PreparedRequest | undefined,
+  ) {
     const live = actor as TurnActor;
-    if (held?.adopt(fact) !== true) live.send(fact);
+    if (held?.adopt(fact) !== true) live.send(machineEvent(fact, prepared));
     const liveState = statePath(live.getSnapshot().value);
     if (liveState !== fact.state) {
       throw new Error(
@@ -312,9 +325,13 @@ export function createRunDriver(options: RunDriverOptions) {
       });
     },
 
-    /** Commit, then transition. Resolves `false` when the fact was not taken (see above). */
-    commit(draft: ProposedFact): Promise<boolean> {
-      return propose([draft])[0] as Promise<boolean>;
+    /**
+     * Commit, then transition. Resolves `false` when the fact was not taken (see above). A
+     * `step.started` may bring the request it sends (`prepared`): the machine's event carries
+     * it to the `providerStep` actor; the stored fact does not.
+     */
+    commit(draft: ProposedFact, prepared?: PreparedRequest): Promise<boolean> {
+      return propose([draft], prepared)[0] as Promise<boolean>;
     },
 
     /**
@@ -346,3 +363,8 @@ export function createRunDriver(options: RunDriverOptions) {
 }
 
 export type RunDriver = ReturnType<typeof createRunDriver>;
+
+/** The event the machine takes for a durable fact: a `step.started` with its prepared request. */
+function machineEvent(fact: Fact, prepared: PreparedRequest | undefined): TurnMachineEvent {
+  return prepared !== undefined && fact.type === 'step.started' ? { ...fact, prepared } : fact;
+}

@@ -1,12 +1,6 @@
 import { type EventObject, fromCallback } from 'xstate';
 import type { ModelAdapter } from '../../adapters/model-adapter.ts';
-import type {
-  CommitFact,
-  Fact,
-  ProposedFact,
-  RunLimits,
-  TransientEvent,
-} from '../../events/facts.ts';
+import type { Fact, ProposedFact, RunLimits, TransientEvent } from '../../events/facts.ts';
 import type { IdGenerator } from '../../events/ids.ts';
 import type { RequestTool } from '../../events/messages.ts';
 import type { HistoryProjection } from '../../events/project-history.ts';
@@ -28,7 +22,8 @@ export interface RunServices {
   facts: () => readonly Fact[];
   /** The run's history projection: each request reads only the facts since the previous one. */
   history: HistoryProjection;
-  commit: CommitFact;
+  /** Commit, then transition; a `step.started` may bring the request it sends (`prepared`). */
+  commit: (draft: ProposedFact, prepared?: PreparedRequest) => Promise<boolean>;
   /** Commits facts in one append; the machine sees none of them before all are durable. */
   commitAll: (drafts: readonly ProposedFact[]) => Promise<boolean[]>;
   /** Aborted when a stop is committed (I10). */
@@ -38,8 +33,6 @@ export interface RunServices {
   random: () => number;
   /** Streams a transient delta to the run's subscribers. */
   emit: (event: TransientEvent) => void;
-  /** Requests built in `projecting`, keyed by `stepId#attempt`, handed to `requesting`. */
-  prepared: Map<string, PreparedRequest>;
   /** An actor failed in a way that is not a fact (the store could not be written). */
   onError: (error: unknown) => void;
 }

@@ -1,4 +1,5 @@
 import type { ModelStepRequest } from '../../adapters/model-adapter.ts';
+import type { Fact, FactOf } from '../../events/facts.ts';
 import type { CallState, TurnContext } from './turn-context.ts';
 
 /** The inputs the turn machine gives its actors (the runtime's actors read them). */
@@ -19,6 +20,11 @@ export interface ProviderStepInput {
   runId: string;
   stepId: string;
   attempt: number;
+  /**
+   * The request `prepareStep` built, from the `step.started` that entered the state
+   * (`undefined` when that event did not carry one: the actor builds it from the log again).
+   */
+  request: PreparedRequest | undefined;
 }
 
 /** Input of the `retryTimer` actor (in `requesting.backingOff`). */
@@ -59,6 +65,15 @@ export type SettleToolInput =
 
 /** A request as `prepareStep` built it, waiting for `providerStep` to send it. */
 export type PreparedRequest = Omit<ModelStepRequest, 'abortSignal'>;
+
+/**
+ * An event of the turn machine: a fact, and on a live run's `step.started` the request that
+ * step sends (`prepared`). The request travels on the event the machine takes, never into the
+ * log: the stored fact records only its capture (I2).
+ */
+export type TurnMachineEvent =
+  | Exclude<Fact, { type: 'step.started' }>
+  | (FactOf<'step.started'> & { prepared?: PreparedRequest });
 
 /** The phases a call's settlement goes through, each a `settleTool` child of its own. */
 export type SettlePhase = SettleToolInput['phase'];

@@ -10,7 +10,6 @@ import {
   type SnapshotFrom,
   setup,
 } from 'xstate';
-import type { Fact } from '../../events/facts.ts';
 import {
   type PrepareStepInput,
   type ProviderStepInput,
@@ -20,6 +19,7 @@ import {
   settleChild,
   settleChildId,
   settlePhases,
+  type TurnMachineEvent,
 } from './actor-inputs.ts';
 import {
   initialContext,
@@ -57,7 +57,7 @@ const inert = <TInput>() => fromCallback<EventObject, TInput>(() => {});
 export const turnMachine = setup({
   types: {} as {
     context: TurnContext;
-    events: Fact;
+    events: TurnMachineEvent;
     input: TurnInput;
     output: TurnOutcome;
     tags: TurnTag;
@@ -242,11 +242,13 @@ export const turnMachine = setup({
         streaming: {
           invoke: {
             src: 'providerStep',
-            input: ({ context }) => ({
+            // Entered only by step.started, which carries the prepared request on a live run.
+            input: ({ context, event }) => ({
               sessionId: context.sessionId,
               runId: context.runId,
               stepId: context.stepId ?? '',
               attempt: context.attempt,
+              request: event.type === 'step.started' ? event.prepared : undefined,
             }),
           },
           on: {
