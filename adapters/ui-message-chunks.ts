@@ -1,6 +1,7 @@
 import type { FinishReason as UIFinishReason } from 'ai';
 import { assertNever, type Fact, type FactOf, type FinishReason } from '../events/facts.ts';
 import type { TurnEvent } from '../machines/effects/turn-channel.ts';
+import { recordedStateHasTag } from '../machines/pure/state-tags.ts';
 import type { TurnlogMessageMetadata, TurnlogUIMessageChunk } from './ui-message-types.ts';
 import { createToolChunks } from './ui-tool-chunks.ts';
 
@@ -292,7 +293,7 @@ export function createChunkTranslator(ids: { sessionId: string; runId: string })
             ...metadata,
             seq: event.seq,
             state: event.state ?? metadata.state,
-            status: event.state === 'awaitingPermission' ? 'awaiting' : 'running',
+            status: recordedStateHasTag(event.state, 'needsPerson') ? 'awaiting' : 'running',
           };
           fact(out, event);
           return out;

@@ -1,5 +1,6 @@
 import type { Fact } from '../events/facts.ts';
 import type { TurnEvent, TurnHandle } from '../machines/effects/turn-channel.ts';
+import { recordedStateHasTag } from '../machines/pure/state-tags.ts';
 import { createChunkTranslator } from './ui-message-chunks.ts';
 import { foldChunks } from './ui-message-fold.ts';
 import type { TurnlogUIMessage, TurnlogUIMessageChunk } from './ui-message-types.ts';
@@ -98,7 +99,7 @@ export function toUIMessageStream(
         for (const chunk of chunks) controller.enqueue(chunk);
         const last = chunks.at(-1)?.type;
         if (last === 'finish' || last === 'abort') return close(controller);
-        if ('seq' in event && event.state === 'awaitingPermission') {
+        if ('seq' in event && recordedStateHasTag(event.state, 'needsPerson')) {
           // Caught up with a run that waits for a person: the answers come in a new request.
           // (Events already buffered resolve before a timer fires: a decision recorded before
           // this stream started is shown, not mistaken for the wait.)

@@ -88,7 +88,7 @@ export async function benchRehydration(
       lap('planRecovery');
       if (measured) record('total: open + read + fold + projections', performance.now() - started);
       await cold.close();
-      if (folded.snapshot.value !== 'awaitingPermission' || view.pending.length !== 1) {
+      if (!folded.snapshot.hasTag('needsPerson') || view.pending.length !== 1) {
         throw new Error(
           `rehydration: the open run is not parked (${String(folded.snapshot.value)})`,
         );

@@ -6,7 +6,7 @@ import {
   type TurnlogErrorOptions,
 } from '../../events/turnlog-error.ts';
 import { pureTransition } from './pure-transition.ts';
-import { statePath } from './state-path.ts';
+import { stateNodeAt, statePath } from './state-path.ts';
 import { inputFromRunStarted, outcomeOf, type TurnContext } from './turn-context.ts';
 import { type TurnMachine, type TurnSnapshot, turnMachine } from './turn-machine.ts';
 
@@ -105,7 +105,7 @@ export function rehydrateRun(
   const folded = fold(sessionFacts, runId, machine, (fact, replayed) => {
     // A fact without a recorded state (the oldest logs) has nothing to follow: keep the replay.
     if (fact.state === undefined) return replayed;
-    if (!hasState(machine, fact.state)) throw divergence(fact, replayed);
+    if (stateNodeAt(machine, fact.state) === undefined) throw divergence(fact, replayed);
     const context = replayed.context as TurnContext;
     return machine.resolveState({
       value: stateValue(fact.state),
@@ -181,16 +181,6 @@ function divergence(fact: Fact, snapshot: TurnSnapshot): ReplayDivergenceError {
     recorded: fact.state,
     replayed,
   });
-}
-
-/** True when `path` (`settlingTools.running`) names a state of the machine. */
-function hasState(machine: TurnMachine, path: string): boolean {
-  let node: { states: Record<string, unknown> } = machine.root;
-  for (const key of path.split('.')) {
-    if (!Object.hasOwn(node.states, key)) return false;
-    node = node.states[key] as typeof node;
-  }
-  return true;
 }
 
 /** `'settlingTools.running'` → `{ settlingTools: 'running' }`. */
