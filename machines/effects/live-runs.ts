@@ -237,8 +237,9 @@ export function createLiveRuns(options: LiveRunsOptions) {
     },
 
     /**
-     * Rehydrates one unfinished run after a restart (architecture/turn-machine.md, Rehydration): marks started-but-unsettled
-     * calls indeterminate, then commits `run.recovered`, whose transition starts what must run.
+     * Rehydrates one unfinished run after a restart (architecture/turn-machine.md,
+     * Rehydration): commits the recovery sequence (`recoveryFacts`: started-but-unsettled calls
+     * marked indeterminate, then `run.recovered`, whose transition starts what must run).
      * A run that cannot be resumed is reported `damaged` and left as it is; `undefined` when the
      * run is no longer unfinished.
      */

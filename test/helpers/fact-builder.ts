@@ -71,3 +71,20 @@ export function runStartedDraft(text = 'hello', limits: Partial<RunLimits> = {})
     limits: { ...testLimits, ...limits },
   };
 }
+
+/** `step.started` for a step of the test model (a fixed request capture). */
+export function stepStartedDraft(stepId = 'step_1', attempt = 1): ProposedFact {
+  return {
+    type: 'step.started',
+    stepId,
+    attempt,
+    request: {
+      provider: 'test',
+      modelId: 'm',
+      messageCount: 1,
+      tools: [],
+      activeTools: undefined,
+      inputHash: 'h',
+    },
+  };
+}

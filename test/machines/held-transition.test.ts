@@ -4,7 +4,7 @@ import type { Fact, FactOf, ProposedFact } from '../../events/facts.ts';
 import { heldTransition } from '../../machines/pure/pure-transition.ts';
 import { statePath } from '../../machines/pure/state-path.ts';
 import { inputFromRunStarted } from '../../machines/pure/turn-context.ts';
-import { factBuilder, runStartedDraft } from '../helpers/fact-builder.ts';
+import { factBuilder, runStartedDraft, stepStartedDraft } from '../helpers/fact-builder.ts';
 import { providedMachine } from '../helpers/provided-machine.ts';
 
 /** A live turn machine whose actors record when they start and stop. */
@@ -32,19 +32,7 @@ const usage = {
 
 /** A run of two tool steps, a stop while the second one's call runs, and its cancellation. */
 const drafts: ProposedFact[] = [
-  {
-    type: 'step.started',
-    stepId: 'step_1',
-    attempt: 1,
-    request: {
-      provider: 'test',
-      modelId: 'm',
-      messageCount: 1,
-      tools: [],
-      activeTools: undefined,
-      inputHash: 'h',
-    },
-  },
+  stepStartedDraft(),
   {
     type: 'step.completed',
     stepId: 'step_1',

@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { type AnyActorLogic, fromCallback } from 'xstate';
-import type { ProposedFact } from '../../events/facts.ts';
 import { sequentialIds } from '../../events/ids.ts';
 import { createRunDriver } from '../../machines/effects/run-driver.ts';
 import type { PreparedRequest, ProviderStepInput } from '../../machines/pure/actor-inputs.ts';
 import { memoryStore } from '../../store/memory-store.ts';
-import { runStartedDraft } from '../helpers/fact-builder.ts';
+import { runStartedDraft, stepStartedDraft } from '../helpers/fact-builder.ts';
 import { type ActorName, providedMachine } from '../helpers/provided-machine.ts';
 
 const prepared: PreparedRequest = {
@@ -14,19 +13,7 @@ const prepared: PreparedRequest = {
   tools: [],
 };
 
-const stepStarted: ProposedFact = {
-  type: 'step.started',
-  stepId: 'step_1',
-  attempt: 1,
-  request: {
-    provider: 'test',
-    modelId: 'm',
-    messageCount: 1,
-    tools: [],
-    activeTools: undefined,
-    inputHash: 'h',
-  },
-};
+const stepStarted = stepStartedDraft();
 
 /** A driver on a machine whose providerStep records its input; the other actors do nothing. */
 async function driverWithProviderInputs(options: { inspect: boolean }) {

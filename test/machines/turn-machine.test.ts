@@ -3,7 +3,7 @@ import { createActor, fromCallback } from 'xstate';
 import type { Fact, FactOf, ProposedFact, RunLimits, ToolCallRecord } from '../../events/facts.ts';
 import { statePath } from '../../machines/pure/state-path.ts';
 import { inputFromRunStarted } from '../../machines/pure/turn-context.ts';
-import { factBuilder, runStartedDraft } from '../helpers/fact-builder.ts';
+import { factBuilder, runStartedDraft, stepStartedDraft } from '../helpers/fact-builder.ts';
 import { providedMachine } from '../helpers/provided-machine.ts';
 
 /** Drives the machine with inert actors that only record how they were started. */
@@ -37,19 +37,7 @@ const call = (
   proof: 'raw-bytes',
 });
 
-const stepStarted = (stepId = 'step_1', attempt = 1): ProposedFact => ({
-  type: 'step.started',
-  stepId,
-  attempt,
-  request: {
-    provider: 'test',
-    modelId: 'm',
-    messageCount: 1,
-    tools: [],
-    activeTools: undefined,
-    inputHash: 'h',
-  },
-});
+const stepStarted = stepStartedDraft;
 
 const stepCompleted = (toolCalls: ToolCallRecord[] = [], stepId = 'step_1'): ProposedFact => ({
   type: 'step.completed',
