@@ -128,7 +128,14 @@ export {
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/effects/turn-channel.ts';
 export { foldRun } from './machines/pure/rehydrate.ts';
 export { statePath } from './machines/pure/state-path.ts';
-export type { Reason, TurnContext, TurnInput, TurnOutcome } from './machines/pure/turn-context.ts';
+export { recordedStateHasTag } from './machines/pure/state-tags.ts';
+export type {
+  Reason,
+  TurnContext,
+  TurnInput,
+  TurnOutcome,
+  TurnTag,
+} from './machines/pure/turn-context.ts';
 export { turnMachine, turnMachineVersion } from './machines/pure/turn-machine.ts';
 export {
   createRuntime,

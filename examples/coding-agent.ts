@@ -17,6 +17,7 @@ import {
   type FactOf,
   lowdbStore,
   type RecoveredRun,
+  recordedStateHasTag,
   type TurnHandle,
   workspaceTools,
 } from '../index.ts';
@@ -116,7 +117,7 @@ async function watch(handle: TurnHandle, replayedThrough: number): Promise<boole
     if (!('seq' in event) || event.seq <= replayedThrough) continue;
     if (event.type === 'tool.started') line(`→ ${describeCall(event.name, event.input)}`);
     if (event.type === 'tool.settled') line(`← ${event.outcome}: ${excerpt(event.text)}`);
-    if (event.state === 'awaitingPermission') {
+    if (recordedStateHasTag(event.state, 'needsPerson')) {
       if (midLine) process.stdout.write('\n');
       midLine = false;
       if (!(await decidePending(handle.sessionId)) && !stopping) return false;

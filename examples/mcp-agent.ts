@@ -12,7 +12,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { createRuntime, type JsonObject, lowdbStore, mcpTools } from '../index.ts';
+import {
+  createRuntime,
+  type JsonObject,
+  lowdbStore,
+  mcpTools,
+  recordedStateHasTag,
+} from '../index.ts';
 import { pickModel, type ScriptedCall } from './pick-model.ts';
 import { createTerminalPrompt } from './terminal-prompt.ts';
 
@@ -69,7 +75,7 @@ for await (const event of turn.events) {
   }
   if (event.type === 'tool.started') line(`→ ${describeCall(event.name, event.input)}`);
   if (event.type === 'tool.settled') line(`← ${event.outcome}: ${excerpt(event.text)}`);
-  if ('seq' in event && event.state === 'awaitingPermission') {
+  if ('seq' in event && recordedStateHasTag(event.state, 'needsPerson')) {
     if (midLine) process.stdout.write('\n');
     midLine = false;
     for (const pending of await runtime.pending(turn.sessionId)) {
