@@ -143,7 +143,8 @@ describe('runCommand', () => {
     const tools = workspaceTools({
       root,
       permissions: { runCommand: 'allow' },
-      runCommand: { timeoutMs: 300 },
+      // Long enough for the shell to start and print under a loaded machine (300 ms was not).
+      runCommand: { timeoutMs: 2_000 },
     });
     const { settled } = await callTool(tools, 'runCommand', {
       command: 'sh',
@@ -151,7 +152,7 @@ describe('runCommand', () => {
     });
     expect(settled.outcome).toBe('success');
     expect(settled.text).toBe(
-      "$ sh -c 'sleep 30 & echo $! > background.pid; echo started; wait'\n[killed after the 300 ms timeout]\nstarted\n",
+      "$ sh -c 'sleep 30 & echo $! > background.pid; echo started; wait'\n[killed after the 2000 ms timeout]\nstarted\n",
     );
     const backgroundPid = Number(readFileSync(path.join(root, 'background.pid'), 'utf8'));
     expect(isDead(backgroundPid)).toBe(true);
