@@ -70,6 +70,8 @@ interface RunIds {
 interface LiveRun {
   driver: RunDriver;
   controller: AbortController;
+  /** With a worker: the epoch of the lease the driver works under. */
+  epoch: number | undefined;
 }
 
 export interface LiveRunsOptions {
@@ -209,6 +211,9 @@ export function createLiveRuns(options: LiveRunsOptions) {
   function open(ids: RunIds, facts: Fact[], limits: RunLimits): RunDriver {
     const controller = new AbortController();
     const sink = sinkFor(ids);
+    // The lease this driver works under: its epoch is fixed for the driver's life, so a driver
+    // that lost the run never stamps a later epoch (this worker may take the run again).
+    const token = worker === undefined ? undefined : leaseToken(ids.runId);
     if (worker !== undefined) {
       stopFollowing(ids.runId);
       // What another worker appended since the handle last saw the run.
@@ -239,7 +244,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
       now: options.now,
       generateId,
       ...(options.inspect ? { inspect: options.inspect } : {}),
-      ...(worker === undefined ? {} : { token: () => worker.leases.token(ids.runId) }),
+      ...(token === undefined ? {} : { token: () => token }),
       onFact: (fact, reached) => {
         sink.push(fact);
         if (reached.hasTag('parked')) park(ids, driver);
@@ -256,7 +261,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
         forget(ids, driver);
       },
     );
-    live.set(ids.sessionId, { driver, controller });
+    live.set(ids.sessionId, { driver, controller, epoch: token?.leaseEpoch });
     if (worker !== undefined) {
       inboxes.set(
         ids.runId,
@@ -266,14 +271,29 @@ export function createLiveRuns(options: LiveRunsOptions) {
     return driver;
   }
 
-  /** The run is no longer driven here: its actor, services and inbox go (its handle stays). */
-  function drop(ids: RunIds, driver: RunDriver) {
-    if (live.get(ids.sessionId)?.driver !== driver) return false;
+  /** The lease this worker holds on a run it is about to drive. */
+  function leaseToken(runId: string) {
+    const lease = worker?.leases.held(runId);
+    if (worker === undefined || lease === undefined) {
+      throw new Error(`turnlog: run ${runId} opened without this worker's lease on it`);
+    }
+    return { workerId: worker.leases.workerId, leaseEpoch: lease.epoch };
+  }
+
+  /**
+   * The run is no longer driven here: its actor, services and inbox go (its handle stays), and
+   * (`forgetLease`) the lease it drove under, unless this worker holds a newer one already.
+   */
+  function drop(ids: RunIds, driver: RunDriver, forgetLease = false) {
+    const running = live.get(ids.sessionId);
+    if (running?.driver !== driver) return;
     live.delete(ids.sessionId);
     runServices.delete(ids.runId);
     inboxes.get(ids.runId)?.();
     inboxes.delete(ids.runId);
-    return true;
+    if (forgetLease && worker?.leases.held(ids.runId)?.epoch === running.epoch) {
+      worker?.leases.forget(ids.runId);
+    }
   }
 
   /** The run is over (or its driver failed): the runtime keeps nothing of it. */
@@ -282,7 +302,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
     stopFollowing(ids.runId);
     options.tools.release(ids.runId);
     // Its lease ended with run.ended, in the same write.
-    if (drop(ids, driver)) worker?.leases.forget(ids.runId);
+    drop(ids, driver, true);
   }
 
   /**
@@ -293,7 +313,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
   function lose(ids: RunIds, driver: RunDriver) {
     live.get(ids.sessionId)?.controller.abort(new Error(`worker lost run ${ids.runId}'s lease`));
     options.tools.release(ids.runId);
-    if (drop(ids, driver)) worker?.leases.forget(ids.runId);
+    drop(ids, driver, true);
     follow(ids);
   }
 
@@ -469,16 +489,18 @@ export function createLiveRuns(options: LiveRunsOptions) {
         const result = await claim(ids.runId, ids.sessionId);
         if (result !== true) throw new Error(`turnlog: new run ${ids.runId} is leased already`);
       }
+      const lease = worker?.leases.held(ids.runId);
       const handle = newHandle(ids);
       const driver = open(ids, facts, draft.limits);
       try {
         await driver.begin(draft);
       } catch (error) {
         // Nothing of the run is in the log (another run.started won the session, or the store
-        // refused): the runtime keeps nothing of it.
+        // refused): the runtime keeps nothing of it, and nobody is to take it over.
         sinks.delete(ids.runId);
         options.tools.release(ids.runId);
-        if (drop(ids, driver)) await worker?.leases.release(ids.runId).catch(() => {});
+        drop(ids, driver, true);
+        if (lease !== undefined) await worker?.store.releaseLease({ lease }).catch(() => false);
         throw error;
       }
       return handle;
