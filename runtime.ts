@@ -154,16 +154,7 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
       workerId: worker.id,
       leaseMs: worker.leaseMs,
       random: options.random ?? Math.random,
-      onLost: (lease) =>
-        runs.lost(
-          lease.sessionId,
-          lease.runId,
-          new LeaseLostError({
-            message: `worker ${worker.id} lost epoch ${lease.epoch} of run ${lease.runId}'s lease (a renewal found it expired or taken over); it drives the run no more`,
-            ...lease,
-            current: undefined,
-          }),
-        ),
+      onLost: (lease) => runs.lost(lease.sessionId, lease.runId, lease.epoch),
       onTakenOver: (lease) => {
         runs
           .withSession(lease.sessionId, () => runs.recover(lease.sessionId, lease.runId))
@@ -231,22 +222,27 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
         const facts = await runs.facts(sessionId);
         const open = unfinishedRun(facts);
         if (open) throw busy(sessionId, open.runId);
-        const ids = { sessionId, turnId: generateId('turn'), runId: generateId('run') };
-        try {
-          return await runs.start(ids, [...facts], {
-            type: 'run.started',
-            input: { text },
-            runtimeVersion,
-            limits,
-            ...(options.system === undefined ? {} : { system: options.system }),
-          });
-        } catch (error) {
-          // Another worker started a run in the session since it was read.
-          const started = ConcurrencyError.isInstance(error)
-            ? unfinishedRun(await store.read(sessionId))
-            : undefined;
-          if (started === undefined) throw error;
-          throw busy(sessionId, started.runId);
+        for (let attempt = 1; ; attempt += 1) {
+          const ids = { sessionId, turnId: generateId('turn'), runId: generateId('run') };
+          try {
+            return await runs.start(ids, [...facts], {
+              type: 'run.started',
+              input: { text },
+              runtimeVersion,
+              limits,
+              ...(options.system === undefined ? {} : { system: options.system }),
+            });
+          } catch (error) {
+            // A worker paused past the new run's lease before its run.started: nothing was
+            // stored; start it again under a new lease.
+            if (LeaseLostError.isInstance(error) && attempt < 3) continue;
+            // Another worker started a run in the session since it was read.
+            const started = ConcurrencyError.isInstance(error)
+              ? unfinishedRun(await store.read(sessionId))
+              : undefined;
+            if (started === undefined) throw error;
+            throw busy(sessionId, started.runId);
+          }
         }
       });
     },

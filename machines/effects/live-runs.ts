@@ -213,7 +213,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
     const sink = sinkFor(ids);
     // The lease this driver works under: its epoch is fixed for the driver's life, so a driver
     // that lost the run never stamps a later epoch (this worker may take the run again).
-    const token = worker === undefined ? undefined : leaseToken(ids.runId);
+    const token = worker === undefined ? undefined : leaseToken(ids);
     if (worker !== undefined) {
       stopFollowing(ids.runId);
       // What another worker appended since the handle last saw the run.
@@ -272,12 +272,33 @@ export function createLiveRuns(options: LiveRunsOptions) {
   }
 
   /** The lease this worker holds on a run it is about to drive. */
-  function leaseToken(runId: string) {
-    const lease = worker?.leases.held(runId);
+  function leaseToken(ids: RunIds) {
+    const lease = worker?.leases.held(ids.runId);
     if (worker === undefined || lease === undefined) {
-      throw new Error(`turnlog: run ${runId} opened without this worker's lease on it`);
+      // Lost since it was taken (a renewal came too late): somebody else's to drive now.
+      throw new LeaseLostError({
+        message: `worker ${worker?.leases.workerId} lost run ${ids.runId}'s lease before it could drive it`,
+        sessionId: ids.sessionId,
+        runId: ids.runId,
+        workerId: worker?.leases.workerId ?? '',
+        epoch: 0,
+        current: undefined,
+      });
     }
     return { workerId: worker.leases.workerId, leaseEpoch: lease.epoch };
+  }
+
+  /** The error a driver fails with once this worker no longer holds its lease. */
+  function lostLease(ids: RunIds, epoch: number | undefined) {
+    const workerId = worker?.leases.workerId ?? '';
+    return new LeaseLostError({
+      message: `worker ${workerId} lost epoch ${epoch} of run ${ids.runId}'s lease (it expired before a renewal, or the run was taken over); it drives the run no more`,
+      sessionId: ids.sessionId,
+      runId: ids.runId,
+      workerId,
+      epoch: epoch ?? 0,
+      current: undefined,
+    });
   }
 
   /**
@@ -552,13 +573,27 @@ export function createLiveRuns(options: LiveRunsOptions) {
      * touch.
      */
     async recover(sessionId: string, runId: string): Promise<RecoveredRun | undefined> {
-      if (live.get(sessionId)?.driver.runId === runId) return undefined;
-      const loaded = await load(sessionId, runId);
-      if (loaded === undefined || 'elsewhere' in loaded) return undefined;
-      if ('damage' in loaded) return { ...loaded, status: 'damaged', findings: [] };
-      // Read (and pin) the run's tools first: a tools function that throws leaves nothing behind.
-      options.tools.forRun(runId);
-      return resumeRecovering(loaded, newHandle(loaded.ids, loaded.rehydrated.facts));
+      const running = live.get(sessionId);
+      if (running?.driver.runId === runId) {
+        const held = worker?.leases.held(runId);
+        if (held === undefined || held.epoch === running.epoch) return undefined;
+        // This worker took the run over from itself (its older lease lapsed before a renewal):
+        // the driver of the older epoch is done; the run is recovered under the new one.
+        running.driver.fail(lostLease({ sessionId, turnId: '', runId }, running.epoch));
+        await running.driver.ended.catch(() => {});
+      }
+      try {
+        const loaded = await load(sessionId, runId);
+        if (loaded === undefined || 'elsewhere' in loaded) return undefined;
+        if ('damage' in loaded) return { ...loaded, status: 'damaged', findings: [] };
+        // Read (and pin) the run's tools first: a tools function that throws leaves nothing behind.
+        options.tools.forRun(runId);
+        return await resumeRecovering(loaded, newHandle(loaded.ids, loaded.rehydrated.facts));
+      } catch (error) {
+        // Lost the run while recovering it (a pause past the lease): another worker goes on.
+        if (worker !== undefined && LeaseLostError.isInstance(error)) return undefined;
+        throw error;
+      }
     },
 
     /**
@@ -566,9 +601,11 @@ export function createLiveRuns(options: LiveRunsOptions) {
      * `LeaseLostError` (its actor stops, nothing more of it is appended) and its handle follows
      * the run through the store.
      */
-    lost(sessionId: string, runId: string, error: Error) {
+    lost(sessionId: string, runId: string, epoch: number) {
       const running = live.get(sessionId);
-      if (running?.driver.runId === runId) running.driver.fail(error);
+      if (running?.driver.runId === runId && running.epoch === epoch) {
+        running.driver.fail(lostLease({ sessionId, turnId: '', runId }, epoch));
+      }
     },
 
     /** Serializes work on one session: the runtime's public operations and parking. */

@@ -232,6 +232,14 @@ export function createRunDriver(options: RunDriverOptions) {
       // Everything is durable: only now does the machine see the facts, in order.
       for (const [index, fact] of stored.entries()) {
         const { proposal, held, reached } = planned[index] as Planned;
+        if (failure !== undefined) {
+          // The driver failed while the write was in flight (a worker found its lease lost): the
+          // facts are in the log, taken, and the run goes on from it elsewhere; no actor here.
+          facts.push(fact);
+          knownIds.add(fact.id);
+          proposal?.settle(true);
+          continue;
+        }
         if (fact.type === 'run.ended') {
           end(fact, reached);
           continue;

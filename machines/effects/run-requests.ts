@@ -1,4 +1,4 @@
-import type { ProposedFact } from '../../events/facts.ts';
+import type { Fact, ProposedFact } from '../../events/facts.ts';
 import type { IdGenerator } from '../../events/ids.ts';
 import type { JsonObject } from '../../events/json.ts';
 import { projectTurn } from '../../events/project-turn.ts';
@@ -53,17 +53,8 @@ export async function performRequest(
   let draft: ProposedFact;
   switch (request.kind) {
     case 'decide': {
-      const { callId, decision, reason, inputHash } = request.input;
-      const facts = driver.facts();
-      const view = projectTurn(facts).runs.at(-1);
-      const decided = facts.flatMap((fact) =>
-        fact.type === 'tool.permission.decided' && fact.runId === view?.runId ? [fact] : [],
-      );
-      const checked = validateDecision({
-        pending: view?.pending ?? [],
-        decided,
-        decision: { callId, decision, reason, inputHash },
-      });
+      const { callId, decision, reason } = request.input;
+      const checked = checkDecision(driver.facts(), request);
       if (checked.status === 'no-op') return;
       draft = {
         type: 'tool.permission.decided',
@@ -99,6 +90,15 @@ export async function performRequest(
     message: `runtime.${request.kind}(): run ${driver.runId} of session ${sessionId} ended (or is stopping) before this ${request.kind} could be recorded; nothing was recorded. Start a new run with runtime.send().`,
     sessionId,
   });
+}
+
+/** A decision checked against the session's last run: its pending calls and the decisions made. */
+function checkDecision(facts: readonly Fact[], request: Extract<RunRequest, { kind: 'decide' }>) {
+  const view = projectTurn(facts).runs.at(-1);
+  const decided = facts.flatMap((fact) =>
+    fact.type === 'tool.permission.decided' && fact.runId === view?.runId ? [fact] : [],
+  );
+  return validateDecision({ pending: view?.pending ?? [], decided, decision: request.input });
 }
 
 /** `NoActiveRunError` for a request to a session without an unfinished run. */
@@ -251,13 +251,22 @@ export function createRequestRouter(options: RequestRouterOptions) {
         const lease = await store.leaseOf({ sessionId, runId });
         if (lease?.live === true) continue;
         // Nobody drives the run: take it here (its inbox then brings this request), or learn
-        // that it ended, with the request done or not.
-        const target = await withSession(sessionId, () => options.active(sessionId));
-        if (target !== undefined && !('elsewhere' in target) && target.runId === runId) continue;
-        if (target !== undefined && 'elsewhere' in target && target.elsewhere.runId === runId)
-          continue;
+        // that it ended, with the request done or not. Once posted, a request is never done
+        // again by its sender: a race here only means waiting on.
+        let target: Awaited<ReturnType<RequestRouterOptions['active']>>;
+        try {
+          target = await withSession(sessionId, () => options.active(sessionId));
+        } catch (error) {
+          if (isRace(error)) continue;
+          throw error;
+        }
+        const driving =
+          target === undefined ? undefined : 'elsewhere' in target ? target.elsewhere : target;
+        if (driving?.runId === runId) continue;
         const facts = await store.read(sessionId);
         if (facts.some((fact) => fact.id === id)) return;
+        // The same decision made by someone else before the run ended: a no-op, as with one process.
+        if (request.kind === 'decide' && endedRunDecided(facts, runId, request)) return;
         throw new NoActiveRunError({
           message: `runtime.${request.kind}(): run ${runId} of session ${sessionId} ended before this ${request.kind} could be recorded; nothing was recorded. Start a new run with runtime.send().`,
           sessionId,
@@ -271,6 +280,19 @@ export function createRequestRouter(options: RequestRouterOptions) {
   }
 
   return { route };
+}
+
+/** True when the ended run recorded exactly this decision (a different one is a `DecisionConflictError`). */
+function endedRunDecided(
+  facts: readonly Fact[],
+  runId: string,
+  request: Extract<RunRequest, { kind: 'decide' }>,
+): boolean {
+  const decided = facts.flatMap((fact) =>
+    fact.type === 'tool.permission.decided' && fact.runId === runId ? [fact] : [],
+  );
+  if (!decided.some((fact) => fact.callId === request.input.callId)) return false;
+  return validateDecision({ pending: [], decided, decision: request.input }).status === 'no-op';
 }
 
 function delay(ms: number, signal: AbortSignal): Promise<void> {

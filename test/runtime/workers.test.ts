@@ -208,11 +208,11 @@ describe('workers on one postgresStore', () => {
       c.decide(decision),
       a.recover(),
     ]);
-    expect([fromB.status, fromC.status, recovered.status]).toEqual([
-      'fulfilled',
-      'fulfilled',
-      'fulfilled',
-    ]);
+    expect(
+      [fromB, fromC, recovered].map((result) =>
+        result.status === 'rejected' ? String(result.reason) : result.status,
+      ),
+    ).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
     expect(await turn.done).toMatchObject({ status: 'completed', text: 'All done.' });
     const facts = await a.facts('s1');
     expect(facts.filter((fact) => fact.type === 'tool.permission.decided')).toHaveLength(1);
