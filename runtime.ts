@@ -219,10 +219,10 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
     async send(input: { sessionId: string; text: string }): Promise<TurnHandle> {
       const { sessionId, text } = checkMethodArgument('send', input);
       return withSession(sessionId, async () => {
-        const facts = await runs.facts(sessionId);
-        const open = unfinishedRun(facts);
-        if (open) throw busy(sessionId, open.runId);
         for (let attempt = 1; ; attempt += 1) {
+          const facts = await runs.facts(sessionId);
+          const open = unfinishedRun(facts);
+          if (open) throw busy(sessionId, open.runId);
           const ids = { sessionId, turnId: generateId('turn'), runId: generateId('run') };
           try {
             return await runs.start(ids, [...facts], {
@@ -233,15 +233,11 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
               ...(options.system === undefined ? {} : { system: options.system }),
             });
           } catch (error) {
-            // A worker paused past the new run's lease before its run.started: nothing was
-            // stored; start it again under a new lease.
-            if (LeaseLostError.isInstance(error) && attempt < 3) continue;
-            // Another worker started a run in the session since it was read.
-            const started = ConcurrencyError.isInstance(error)
-              ? unfinishedRun(await store.read(sessionId))
-              : undefined;
-            if (started === undefined) throw error;
-            throw busy(sessionId, started.runId);
+            // Races with other workers, where nothing of this run was stored: another run.started
+            // came first (read the session again: it is busy, or that run ended already), or this
+            // worker paused past the new run's lease before its run.started.
+            const race = ConcurrencyError.isInstance(error) || LeaseLostError.isInstance(error);
+            if (!race || attempt >= 5) throw error;
           }
         }
       });

@@ -113,39 +113,49 @@ export interface DrivenElsewhere {
  * then driven here (or back) may bring a fact twice.
  */
 class RunSinks {
-  private readonly channels: { sink: TurnSink; lastSeq: number }[] = [];
+  // A linked list: most runs have one handle, and a parked run should cost little (bench/,
+  // parked-memory).
+  private readonly sink: TurnSink;
+  private lastSeq: number;
+  private next: RunSinks | undefined;
 
-  add(sink: TurnSink, seen: readonly TurnEvent[]) {
+  constructor(sink: TurnSink, seen: readonly TurnEvent[]) {
+    this.sink = sink;
     let lastSeq = 0;
     for (const event of seen) if ('seq' in event) lastSeq = Math.max(lastSeq, event.seq);
-    this.channels.push({ sink, lastSeq });
+    this.lastSeq = lastSeq;
+  }
+
+  add(sink: TurnSink, seen: readonly TurnEvent[]) {
+    const added = new RunSinks(sink, seen);
+    added.next = this.next;
+    this.next = added;
   }
 
   /** The lowest `seq` every handle has seen up to. */
-  get lastSeq(): number {
-    return Math.min(...this.channels.map((channel) => channel.lastSeq));
+  get seenUpTo(): number {
+    return Math.min(this.lastSeq, this.next?.seenUpTo ?? Number.POSITIVE_INFINITY);
   }
 
   /** False when every handle had the fact already. */
   push(event: TurnEvent): boolean {
     let taken = false;
-    for (const channel of this.channels) {
-      if ('seq' in event) {
-        if (event.seq <= channel.lastSeq) continue;
-        channel.lastSeq = event.seq;
-      }
-      channel.sink.push(event);
+    if (!('seq' in event) || event.seq > this.lastSeq) {
+      if ('seq' in event) this.lastSeq = event.seq;
+      this.sink.push(event);
       taken = true;
     }
-    return taken;
+    return (this.next?.push(event) ?? false) || taken;
   }
 
   end(result: TurnResult) {
-    for (const channel of this.channels) channel.sink.end(result);
+    this.sink.end(result);
+    this.next?.end(result);
   }
 
   fail(error: unknown) {
-    for (const channel of this.channels) channel.sink.fail(error);
+    this.sink.fail(error);
+    this.next?.fail(error);
   }
 }
 
@@ -190,12 +200,9 @@ export function createLiveRuns(options: LiveRunsOptions) {
   /** A new handle for a run; the runtime keeps only its sink. */
   function newHandle(ids: RunIds, seen: readonly TurnEvent[] = []): TurnHandle {
     const { handle, sink } = createTurnChannel(ids, seen);
-    let run = sinks.get(ids.runId);
-    if (run === undefined) {
-      run = new RunSinks();
-      sinks.set(ids.runId, run);
-    }
-    run.add(sink, seen);
+    const run = sinks.get(ids.runId);
+    if (run === undefined) sinks.set(ids.runId, new RunSinks(sink, seen));
+    else run.add(sink, seen);
     return handle;
   }
 
@@ -217,7 +224,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
     if (worker !== undefined) {
       stopFollowing(ids.runId);
       // What another worker appended since the handle last saw the run.
-      for (const fact of runFactsSince(facts, ids.runId, sink.lastSeq)) sink.push(fact);
+      for (const fact of runFactsSince(facts, ids.runId, sink.seenUpTo)) sink.push(fact);
     }
     let driver!: RunDriver;
     runServices.set(ids.runId, {
@@ -385,7 +392,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
       waiting = undefined;
       for (const fact of [...read, ...later]) take(fact);
     };
-    store.read(ids.sessionId, { fromSeq: sink.lastSeq + 1 }).then(flush, (error) => {
+    store.read(ids.sessionId, { fromSeq: sink.seenUpTo + 1 }).then(flush, (error) => {
       flush([]);
       worker.onError(error);
     });
