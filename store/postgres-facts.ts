@@ -177,8 +177,8 @@ async function appendIfBelieved(
       ? `INSERT INTO ${schema.sql}.sessions (session_id, last_seq) VALUES (${session}, 0)
        ON CONFLICT (session_id) DO NOTHING;`
       : '';
-  // AND stops at the first part that is not true; when `holds` is true every part was read, and
-  // the count read (so locked) every lease row of the runs.
+  // An AND may stop at any part that is not true, but a true one evaluated every part: when
+  // `holds` is true, the count read (so locked FOR SHARE) every lease row of the runs.
   const belief = `WITH leased AS MATERIALIZED (
       SELECT ${leaseColumns()} FROM ${schema.sql}.leases
       WHERE session_id = ${session} AND run_id IN (${runs})
