@@ -119,6 +119,7 @@ export async function onConnection<T>(
   work: (client: PgQueryable) => Promise<T>,
 ): Promise<T> {
   const client = await pool.connect();
+  listenForErrors(client);
   let broken: Error | undefined;
   try {
     return await work(client);
@@ -132,6 +133,21 @@ export async function onConnection<T>(
   } finally {
     client.release(broken);
   }
+}
+
+/** Pooled clients that have the store's 'error' listener (one each, however often checked out). */
+const listened = new WeakSet<PgPoolClient>();
+
+/**
+ * A checked-out client whose connection ends (a killed backend, a restarted server) emits
+ * 'error', and the pool listens only to idle ones: without a listener that is an uncaught
+ * exception, which ends the process. The query in flight rejects with the same error, and the
+ * caller reports that (a StoreWriteError for an append), so the event itself needs no handling.
+ */
+function listenForErrors(client: PgPoolClient): void {
+  if (listened.has(client)) return;
+  listened.add(client);
+  client.on('error', () => {});
 }
 
 /** True for an error of the connection itself (not an SQL error the server answered with). */
