@@ -184,12 +184,16 @@ interface SessionState {
   sentTo: WorkerProcess | undefined;
   sendAttempts: number;
   lastSendAt: number;
+  /** The last send was refused in a way that says the run did not start. */
+  sendFailed: boolean;
   ended: boolean;
   /** Decisions sent per `callId:kind`: when, to whom, what. */
   decided: Map<string, { at: number; to: WorkerProcess; answered: boolean; decision: string }>;
   /** When the parent may answer each pending `callId:kind` (a seeded delay after it first saw it). */
   seenPending: Map<string, number>;
   probe: boolean;
+  /** A busy probe is in flight: decisions wait for it. */
+  probing: boolean;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -260,10 +264,12 @@ export async function runWorkersCampaign(
     sentTo: undefined,
     sendAttempts: 0,
     lastSendAt: 0,
+    sendFailed: false,
     ended: false,
     decided: new Map(),
     seenPending: new Map(),
     probe: setupRandom() < 0.25,
+    probing: false,
   }));
   const bySession = new Map(sessions.map((session) => [session.sessionId, session]));
 
@@ -369,6 +375,7 @@ export async function runWorkersCampaign(
 
   const send = (session: SessionState, worker: WorkerProcess) => {
     session.sentTo = worker;
+    session.sendFailed = false;
     session.sendAttempts += 1;
     session.lastSendAt = performance.now();
     void worker
@@ -378,10 +385,16 @@ export async function runWorkersCampaign(
         text: userTextOf(session.sessionId, session.variant),
       })
       .then((result) => {
-        if (result.ok) worker.handles.add(session.sessionId);
-        else countError(`send:${result.error}`);
+        if (result.ok) {
+          worker.handles.add(session.sessionId);
+          return;
+        }
+        countError(`send:${result.error}`);
         // A resend finds the run its first attempt started: busy is the expected answer then.
-        if (!result.ok && result.error !== 'exited' && result.error !== 'SessionBusyError') {
+        // A worker paused between taking the new run's lease and appending run.started finds the
+        // lease gone (LeaseLostError): the run never started, so it is sent again.
+        if (result.error === 'LeaseLostError') session.sendFailed = true;
+        else if (result.error !== 'exited' && result.error !== 'SessionBusyError') {
           violations.push(
             `send ${session.sessionId} on ${worker.workerId}: ${result.error} ${result.message}`,
           );
@@ -389,13 +402,17 @@ export async function runWorkersCampaign(
       });
   };
 
+  // The run waits for a decision the parent holds back until the probe answered, so the run
+  // cannot end (and a second send legitimately start a new one) before the probe's send ran.
   const probeBusy = (session: SessionState, driver: string | undefined) => {
     const worker = someWorker(driver);
     if (worker === undefined) return;
     report.busyProbes += 1;
+    session.probing = true;
     void worker
       .command({ op: 'send', sessionId: session.sessionId, text: 'a second run' })
       .then((result) => {
+        session.probing = false;
         if (result.ok) {
           violations.push(
             `send on ${worker.workerId} to ${session.sessionId}, parked with a pending decision, started a second run instead of SessionBusyError`,
@@ -427,7 +444,8 @@ export async function runWorkersCampaign(
         entry.answered = true;
         if (result.ok) return;
         countError(`decide:${result.error}`);
-        const retry = previous !== undefined;
+        // A repeat, or an attempt a later one superseded (its worker was paused, and ran it late).
+        const retry = previous !== undefined || session.decided.get(key) !== entry;
         if (!(retry && expectedErrors.has(result.error ?? '')) && result.error !== 'exited') {
           violations.push(
             `decide ${chosen} ${session.sessionId}/${callId} on ${worker.workerId}: ${result.error} ${result.message}`,
@@ -475,12 +493,13 @@ export async function runWorkersCampaign(
       }
     }
     for (const session of inFlight) {
-      // A send whose worker died before the run was started: start it again elsewhere.
+      // A send whose worker was killed before the run started: start it again elsewhere. Never
+      // when it was only stopped: it would run the queued send after SIGCONT, a second run.
       if (
         session.facts.length === 0 &&
         session.sentTo !== undefined &&
-        session.sentTo.state !== 'running' &&
-        now - session.lastSendAt > leaseMs * 2
+        (session.sendFailed ||
+          (session.sentTo.state === 'dead' && now - session.lastSendAt > leaseMs * 2))
       ) {
         const worker = someWorker(session.sentTo.workerId);
         if (worker !== undefined) send(session, worker);
@@ -502,7 +521,7 @@ export async function runWorkersCampaign(
           }
           continue;
         }
-        if (now < seen) continue;
+        if (now < seen || session.probing) continue;
         const sent = session.decided.get(`${pending.callId}:${pending.kind}`);
         const stale =
           sent !== undefined &&
