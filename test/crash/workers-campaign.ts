@@ -56,6 +56,8 @@ export interface WorkersCampaignReport {
   /** Worker processes started, restarts included. */
   processes: number;
   kills: number;
+  /** Workers that exited by themselves (each a violation), restarted to keep the campaign going. */
+  selfExits: number;
   restartsNewId: number;
   restartsSameId: number;
   /** SIGSTOPs shorter than a third of the lease (no lease should be lost). */
@@ -235,6 +237,7 @@ export async function runWorkersCampaign(
     elapsedMs: 0,
     processes: 0,
     kills: 0,
+    selfExits: 0,
     restartsNewId: 0,
     restartsSameId: 0,
     shortStops: 0,
@@ -275,9 +278,18 @@ export async function runWorkersCampaign(
 
   // Worker slots: slot i starts as `w<i>`; a restart gets `w<i>.<n>` or (sometimes) the same id.
   let processCount = 0;
+  const timers = new Set<NodeJS.Timeout>();
+  const later = (ms: number, action: () => void) => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      action();
+    }, ms);
+    timers.add(timer);
+  };
+  let chaosOn = true;
   const slots: WorkerProcess[] = [];
   const everyProcess: WorkerProcess[] = [];
-  const start = (workerId: string, recoverAtStart: boolean) => {
+  const start = (workerId: string, recoverAtStart: boolean, slotIndex: number): WorkerProcess => {
     processCount += 1;
     const worker = new WorkerProcess({
       connectionString: options.connectionString,
@@ -291,19 +303,25 @@ export async function runWorkersCampaign(
       recoverAtStart,
     });
     everyProcess.push(worker);
+    // A worker that dies by itself is a violation (reported at the end); its slot is restarted
+    // so the campaign goes on with all its workers.
+    void worker.exited.then(() => {
+      if (worker.killed || worker.state === 'closed' || !chaosOn) return;
+      if (slots[slotIndex] !== worker) return;
+      report.selfExits += 1;
+      later(200, () => {
+        if (chaosOn && slots[slotIndex] === worker) {
+          slots[slotIndex] = start(`w${slotIndex + 1}.x${report.selfExits}`, true, slotIndex);
+        }
+      });
+    });
     return worker;
   };
-  for (let slot = 0; slot < options.workers; slot += 1) slots.push(start(`w${slot + 1}`, false));
+  for (let slot = 0; slot < options.workers; slot += 1) {
+    slots.push(start(`w${slot + 1}`, false, slot));
+  }
   await Promise.all(slots.map((worker) => worker.ready));
 
-  const timers = new Set<NodeJS.Timeout>();
-  const later = (ms: number, action: () => void) => {
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      action();
-    }, ms);
-    timers.add(timer);
-  };
   const runningWorkers = () => slots.filter((worker) => worker.state === 'running');
   /** A running worker, other than `avoid` when there is another. */
   const someWorker = (avoid?: string) => {
@@ -313,7 +331,6 @@ export async function runWorkersCampaign(
   };
 
   // --- chaos -------------------------------------------------------------------------------
-  let chaosOn = true;
   const restartGeneration = new Map<number, number>();
   const chaosStep = () => {
     if (!chaosOn) return;
@@ -336,7 +353,7 @@ export async function runWorkersCampaign(
           if (sameId) report.restartsSameId += 1;
           else report.restartsNewId += 1;
           const id = sameId ? target.workerId : `w${slotIndex + 1}.${generation}`;
-          slots[slotIndex] = start(id, recoverRoll < 0.5);
+          slots[slotIndex] = start(id, recoverRoll < 0.5, slotIndex);
         });
       } else if (roll < 0.6) {
         target.signal('SIGSTOP');
@@ -666,7 +683,7 @@ export function formatWorkersReport(report: WorkersCampaignReport): string {
     .join(', ');
   return [
     `workers campaign seed ${report.seed}: ${report.runs} runs, ${(report.elapsedMs / 1000).toFixed(1)} s, ${report.processes} worker processes`,
-    `  chaos: ${report.kills} SIGKILLs (restarts: ${report.restartsNewId} new id, ${report.restartsSameId} same id), ${report.shortStops} short + ${report.longStops} long SIGSTOPs`,
+    `  chaos: ${report.kills} SIGKILLs (restarts: ${report.restartsNewId} new id, ${report.restartsSameId} same id), ${report.shortStops} short + ${report.longStops} long SIGSTOPs, ${report.selfExits} workers exited by themselves`,
     `  work: ${report.facts} facts, ${report.executions} executions, ${report.requests} requests, ${report.decisions} decisions (${report.decideCommands} decide commands), ${report.busyProbes} busy probes`,
     `  leases: ${report.grants} grants, ${report.takeovers} takeovers, ${report.indeterminate} indeterminate calls, ${report.recovered} run.recovered`,
     `  command errors: ${errors === '' ? 'none' : errors}`,
