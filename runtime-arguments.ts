@@ -117,6 +117,16 @@ const optionsSchema = z.strictObject({
   now: aFunction('a function returning ms since the epoch').optional(),
   generateId: aFunction('a function (prefix) → a new unique id').optional(),
   random: aFunction('a function returning a number in [0, 1)').optional(),
+  worker: z
+    .strictObject({
+      id: nonEmptyText.optional(),
+      leaseMs: z
+        .number({ error: 'must be a number of milliseconds' })
+        .int({ error: 'must be a whole number of milliseconds' })
+        .min(100, { error: 'must be at least 100 ms (renewals run every leaseMs / 3)' })
+        .optional(),
+    })
+    .optional(),
 });
 
 const sessionIdSchema = nonEmptyText;

@@ -1,22 +1,38 @@
+import { randomUUID } from 'node:crypto';
 import type { InspectionEvent, Observer } from 'xstate';
 import { type AiSdkLanguageModel, aiSdkAdapter } from './adapters/ai-sdk-adapter.ts';
 import type { ModelAdapter } from './adapters/model-adapter.ts';
-import type { Fact, PermissionDecision, ProposedFact, RunLimits } from './events/facts.ts';
+import type { Fact, PermissionDecision, RunLimits } from './events/facts.ts';
 import { createIdGenerator, type IdGenerator } from './events/ids.ts';
 import type { ModelMessage } from './events/messages.ts';
 import { projectHistory } from './events/project-history.ts';
 import { type PendingDecision, projectTurn } from './events/project-turn.ts';
 import { TurnlogError } from './events/turnlog-error.ts';
-import { createLiveRuns, type RecoveredRun } from './machines/effects/live-runs.ts';
+import {
+  createLiveRuns,
+  type LiveRunsWorker,
+  type RecoveredRun,
+} from './machines/effects/live-runs.ts';
 import { defaultMaxRetryAfterMs } from './machines/effects/retry-timer-actor.ts';
-import type { RunDriver } from './machines/effects/run-driver.ts';
+import {
+  createRequestRouter,
+  noActiveRun,
+  performRequest,
+  type RunRequest,
+} from './machines/effects/run-requests.ts';
 import type { TurnHandle } from './machines/effects/turn-channel.ts';
+import {
+  createWorkerLeases,
+  defaultLeaseMs,
+  isSharedStore,
+  type WorkerLeases,
+} from './machines/effects/worker-leases.ts';
 import { unfinishedRun } from './machines/pure/resume-run.ts';
 import { checkMethodArgument, checkRuntimeOptions, checkSessionId } from './runtime-arguments.ts';
-import { NoActiveRunError, RuntimeClosedError, SessionBusyError } from './runtime-errors.ts';
-import type { EventStore } from './store/event-store.ts';
+import { InvalidArgumentError, RuntimeClosedError, SessionBusyError } from './runtime-errors.ts';
+import { ConcurrencyError, type EventStore } from './store/event-store.ts';
 import { lowdbStore } from './store/lowdb-store.ts';
-import { validateDecision } from './tools/permission-policy.ts';
+import { LeaseLostError } from './store/run-leases.ts';
 import type { OwnTools, RuntimeTools } from './tools/provider-tool.ts';
 import type { PermissionPolicy } from './tools/tool.ts';
 import { createToolSetSource } from './tools/tool-set-source.ts';
@@ -65,6 +81,21 @@ export interface RuntimeOptions<TTools extends RuntimeTools = RuntimeTools> {
   generateId?: IdGenerator;
   /** Randomness in [0, 1) for retry jitter. Default `Math.random`. */
   random?: () => number;
+  /**
+   * With a store several processes share (`postgresStore`), each runtime is a worker: it drives a
+   * run only under a lease, takes over the runs of workers that died, and hands requests for runs
+   * driven elsewhere to their driver (README, "Running many workers"). `id` defaults to a random
+   * id (unique per runtime; a restarted worker may reuse one), `leaseMs` to 15 s: a dead worker's
+   * runs move on between about 0.67 and 1.25 × `leaseMs` after its death.
+   */
+  worker?: WorkerOptions;
+}
+
+/** A worker's settings (`createRuntime({ worker })`). */
+export interface WorkerOptions {
+  id?: string;
+  /** How long a run's lease lasts without a renewal (renewed every `leaseMs / 3`). Default 15,000. */
+  leaseMs?: number;
 }
 
 export type { RecoveredRun };
@@ -93,7 +124,66 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
   const store = options.store ?? lowdbStore({ dir: '.turnlog' });
   const limits = { ...defaultLimits, ...options.limits };
   const generateId = options.generateId ?? createIdGenerator({ now });
-  const runs = createLiveRuns({
+  const closing = new AbortController();
+  const worker = isSharedStore(store)
+    ? {
+        id: options.worker?.id ?? `worker-${randomUUID()}`,
+        leaseMs: options.worker?.leaseMs ?? defaultLeaseMs,
+      }
+    : undefined;
+  if (worker === undefined && options.worker !== undefined) {
+    throw new InvalidArgumentError({
+      message:
+        'createRuntime(): worker needs a store several processes share (postgresStore(…)); this store serves one process, whose runtime drives every run itself.',
+      argument: 'worker',
+    });
+  }
+  let leases: WorkerLeases | undefined;
+  let runs!: ReturnType<typeof createLiveRuns>;
+  let workerRuns: LiveRunsWorker | undefined;
+  if (worker !== undefined && isSharedStore(store)) {
+    const onError = (error: unknown) => {
+      if (closing.signal.aborted) return;
+      const reason = error instanceof Error ? error.message : String(error);
+      process.emitWarning(`turnlog worker ${worker.id}: ${reason}; retried at the next tick`, {
+        code: 'TURNLOG_WORKER_ERROR',
+      });
+    };
+    leases = createWorkerLeases({
+      store,
+      workerId: worker.id,
+      leaseMs: worker.leaseMs,
+      random: options.random ?? Math.random,
+      onLost: (lease) =>
+        runs.lost(
+          lease.sessionId,
+          lease.runId,
+          new LeaseLostError({
+            message: `worker ${worker.id} lost epoch ${lease.epoch} of run ${lease.runId}'s lease (a renewal found it expired or taken over); it drives the run no more`,
+            ...lease,
+            current: undefined,
+          }),
+        ),
+      onTakenOver: (lease) => {
+        runs
+          .withSession(lease.sessionId, () => runs.recover(lease.sessionId, lease.runId))
+          .catch(onError);
+      },
+      onError,
+    });
+    workerRuns = {
+      store,
+      leases,
+      perform: (driver, item) =>
+        performRequest(driver, { kind: item.kind, input: item.input } as RunRequest, {
+          sessionId: item.sessionId,
+          generateId,
+          id: item.id,
+        }),
+      onError,
+    };
+  }
+  runs = createLiveRuns({
     store,
     adapter,
     tools,
@@ -104,38 +194,32 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
     inspect: options.inspect,
     closedError: () =>
       new RuntimeClosedError({ message: 'This runtime is closed; create a new one.' }),
+    ...(workerRuns === undefined ? {} : { worker: workerRuns }),
   });
   const { withSession } = runs;
-
-  /** The session's unfinished run, live or rebuilt from the log; `NoActiveRunError` if none. */
-  async function activeRun(sessionId: string, operation: string) {
-    const driver = await runs.active(sessionId);
-    if (driver === undefined) {
-      throw new NoActiveRunError({
-        message: `runtime.${operation}(): session ${sessionId} has no unfinished run; start one with runtime.send().`,
-        sessionId,
-      });
-    }
-    return driver;
-  }
+  const router =
+    worker !== undefined && isSharedStore(store)
+      ? createRequestRouter({
+          store,
+          workerId: worker.id,
+          leaseMs: worker.leaseMs,
+          generateId: (prefix) => `${worker.id}:${generateId(prefix)}`,
+          withSession,
+          active: (sessionId) => runs.active(sessionId),
+          closed: closing.signal,
+        })
+      : undefined;
 
   /**
-   * Commits what a caller sent into the session's live run. A run that ended, or is stopping,
-   * before the fact could be taken throws `NoActiveRunError`: a steer, decision or stop queued
-   * behind the run's last step never resolves as if it was delivered when it was dropped.
+   * Does a request on the session's unfinished run: here, when this runtime drives it (or
+   * rebuilds it from the log); with a worker, wherever the run is driven.
    */
-  async function deliver(
-    driver: RunDriver,
-    draft: ProposedFact,
-    operation: 'decide' | 'steer' | 'stop',
-    sessionId: string,
-  ): Promise<void> {
-    if (await driver.commit(draft)) return;
-    // A stop while the run is already stopping: the first one is in effect.
-    if (operation === 'stop' && driver.snapshot()?.hasTag('stopping')) return;
-    throw new NoActiveRunError({
-      message: `runtime.${operation}(): run ${driver.runId} of session ${sessionId} ended (or is stopping) before this ${operation} could be recorded; nothing was recorded. Start a new run with runtime.send().`,
-      sessionId,
+  async function request(sessionId: string, request: RunRequest): Promise<void> {
+    if (router !== undefined) return router.route(sessionId, request);
+    return withSession(sessionId, async () => {
+      const driver = await runs.active(sessionId);
+      if (driver === undefined || 'elsewhere' in driver) throw noActiveRun(sessionId, request.kind);
+      await performRequest(driver, request, { sessionId, generateId });
     });
   }
 
@@ -146,23 +230,24 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
       return withSession(sessionId, async () => {
         const facts = await runs.facts(sessionId);
         const open = unfinishedRun(facts);
-        if (open) {
-          throw new SessionBusyError({
-            message:
-              `Session ${sessionId} has an unfinished run (${open.runId}); add to it with runtime.steer(), answer ` +
-              'its pending decisions with runtime.decide(), end it with runtime.stop(), or call runtime.recover() after a restart.',
-            sessionId,
-            runId: open.runId,
-          });
-        }
+        if (open) throw busy(sessionId, open.runId);
         const ids = { sessionId, turnId: generateId('turn'), runId: generateId('run') };
-        return runs.start(ids, [...facts], {
-          type: 'run.started',
-          input: { text },
-          runtimeVersion,
-          limits,
-          ...(options.system === undefined ? {} : { system: options.system }),
-        });
+        try {
+          return await runs.start(ids, [...facts], {
+            type: 'run.started',
+            input: { text },
+            runtimeVersion,
+            limits,
+            ...(options.system === undefined ? {} : { system: options.system }),
+          });
+        } catch (error) {
+          // Another worker started a run in the session since it was read.
+          const started = ConcurrencyError.isInstance(error)
+            ? unfinishedRun(await store.read(sessionId))
+            : undefined;
+          if (started === undefined) throw error;
+          throw busy(sessionId, started.runId);
+        }
       });
     },
 
@@ -178,53 +263,29 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
         'decide',
         input,
       );
-      return withSession(sessionId, async () => {
-        const driver = await activeRun(sessionId, 'decide');
-        const facts = driver.facts();
-        const view = projectTurn(facts).runs.at(-1);
-        const decided = facts.flatMap((fact) =>
-          fact.type === 'tool.permission.decided' && fact.runId === view?.runId ? [fact] : [],
-        );
-        const checked = validateDecision({
-          pending: view?.pending ?? [],
-          decided,
-          decision: { callId, decision, reason, inputHash },
-        });
-        if (checked.status === 'no-op') return;
-        const draft: ProposedFact = {
-          type: 'tool.permission.decided',
+      return request(sessionId, {
+        kind: 'decide',
+        input: {
           callId,
           decision,
-          inputHash: checked.inputHash,
-          by: 'user',
           ...(reason === undefined ? {} : { reason }),
-        };
-        await deliver(driver, draft, 'decide', sessionId);
+          ...(inputHash === undefined ? {} : { inputHash }),
+        },
       });
     },
 
     /** Adds a user message to the session's unfinished run; the model sees it in its next request. */
     async steer(input: { sessionId: string; text: string }): Promise<void> {
       const { sessionId, text } = checkMethodArgument('steer', input);
-      return withSession(sessionId, async () => {
-        const draft: ProposedFact = {
-          type: 'steering.received',
-          messageId: generateId('message'),
-          text,
-        };
-        await deliver(await activeRun(sessionId, 'steer'), draft, 'steer', sessionId);
-      });
+      return request(sessionId, { kind: 'steer', input: { text } });
     },
 
     /** Stops the session's unfinished run; it ends `aborted` (I10). Resolves once the stop is durable. */
     async stop(input: { sessionId: string; reason?: string }): Promise<void> {
       const { sessionId, reason } = checkMethodArgument('stop', input);
-      return withSession(sessionId, async () => {
-        const draft: ProposedFact = {
-          type: 'run.stop.requested',
-          reason: reason ?? 'stopped by the user',
-        };
-        await deliver(await activeRun(sessionId, 'stop'), draft, 'stop', sessionId);
+      return request(sessionId, {
+        kind: 'stop',
+        input: reason === undefined ? {} : { reason },
       });
     },
 
@@ -310,8 +371,14 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
      * Closes the store. Live runs are detached, not ended: they stay unfinished in the log and
      * `recover()` resumes them later (stop them first to end them).
      */
+    /** This runtime as a worker on a shared store (`undefined` on a store for one process). */
+    worker: worker === undefined ? undefined : { id: worker.id, leaseMs: worker.leaseMs },
+
     async close(): Promise<void> {
       if (runs.closed) return;
+      closing.abort(
+        new RuntimeClosedError({ message: 'This runtime is closed; create a new one.' }),
+      );
       await runs.close(
         new RuntimeClosedError({
           message:
@@ -324,6 +391,16 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
 }
 
 export type Runtime = ReturnType<typeof createRuntime>;
+
+function busy(sessionId: string, runId: string): SessionBusyError {
+  return new SessionBusyError({
+    message:
+      `Session ${sessionId} has an unfinished run (${runId}); add to it with runtime.steer(), answer ` +
+      'its pending decisions with runtime.decide(), end it with runtime.stop(), or call runtime.recover() after a restart.',
+    sessionId,
+    runId,
+  });
+}
 
 function toAdapter(model: RuntimeOptions['model'], now: () => number): ModelAdapter {
   if (

@@ -5,21 +5,31 @@ import type { IdGenerator } from '../../events/ids.ts';
 import { createHistoryProjection } from '../../events/project-history.ts';
 import { DamagedSessionError } from '../../runtime-errors.ts';
 import type { EventStore, StoreFinding } from '../../store/event-store.ts';
+import type { InboxItem } from '../../store/run-inbox.ts';
+import { LeaseLostError, type RunLeaseState } from '../../store/run-leases.ts';
 import type { ToolSetSource } from '../../tools/tool-set-source.ts';
-import { recoveredCallIds, recoveryFacts } from '../pure/resume-run.ts';
+import {
+  type DamagedRun,
+  type LoadedRun,
+  recoveredCallIds,
+  recoveryFacts,
+} from '../pure/resume-run.ts';
 import type { TurnMachine } from '../pure/turn-machine.ts';
 import { loadRun } from './load-run.ts';
 import { provideRunEffects, type RunLifecycle } from './run-actors.ts';
 import { createRunDriver, type RunDriver } from './run-driver.ts';
+import { isRefusal } from './run-requests.ts';
 import type { RunServices } from './run-services.ts';
 import { createSessionLocks } from './session-locks.ts';
 import {
   createTurnChannel,
   type TurnEvent,
   type TurnHandle,
+  type TurnResult,
   type TurnSink,
   turnResult,
 } from './turn-channel.ts';
+import { isGranted, type SharedStore, type WorkerLeases } from './worker-leases.ts';
 
 /** What `recover()` found for one unfinished run (or one session it could not read). */
 export type RecoveredRun =
@@ -60,6 +70,8 @@ interface RunIds {
 interface LiveRun {
   driver: RunDriver;
   controller: AbortController;
+  /** With a worker: the epoch of the lease the driver works under. */
+  epoch: number | undefined;
 }
 
 export interface LiveRunsOptions {
@@ -76,6 +88,65 @@ export interface LiveRunsOptions {
   closedError: () => Error;
   /** The turn machine, before its live actors are provided (default `turnMachine`; tests of upgrades pass another version). */
   machine?: TurnMachine;
+  /** With a store several workers share: this worker's leases, and how it performs a request from the inbox. */
+  worker?: LiveRunsWorker;
+}
+
+/** What live runs need of a worker (architecture/workers.md, "The runtime side"). */
+export interface LiveRunsWorker {
+  store: SharedStore;
+  leases: WorkerLeases;
+  /** Performs a request another worker posted for a run this one drives (its decide/steer/stop). */
+  perform: (driver: RunDriver, item: InboxItem) => Promise<void>;
+  /** A request could not be performed or settled for a reason that is not the request's. */
+  onError: (error: unknown) => void;
+}
+
+/** The session's unfinished run is driven by another worker, under this live lease. */
+export interface DrivenElsewhere {
+  elsewhere: RunLeaseState;
+}
+
+/**
+ * The sinks of a run's handles (a run may have several: the caller of `send()`, then of
+ * `recover()`), each taking each fact once, in `seq` order: a run followed through the store and
+ * then driven here (or back) may bring a fact twice.
+ */
+class RunSinks {
+  private readonly channels: { sink: TurnSink; lastSeq: number }[] = [];
+
+  add(sink: TurnSink, seen: readonly TurnEvent[]) {
+    let lastSeq = 0;
+    for (const event of seen) if ('seq' in event) lastSeq = Math.max(lastSeq, event.seq);
+    this.channels.push({ sink, lastSeq });
+  }
+
+  /** The lowest `seq` every handle has seen up to. */
+  get lastSeq(): number {
+    return Math.min(...this.channels.map((channel) => channel.lastSeq));
+  }
+
+  /** False when every handle had the fact already. */
+  push(event: TurnEvent): boolean {
+    let taken = false;
+    for (const channel of this.channels) {
+      if ('seq' in event) {
+        if (event.seq <= channel.lastSeq) continue;
+        channel.lastSeq = event.seq;
+      }
+      channel.sink.push(event);
+      taken = true;
+    }
+    return taken;
+  }
+
+  end(result: TurnResult) {
+    for (const channel of this.channels) channel.sink.end(result);
+  }
+
+  fail(error: unknown) {
+    for (const channel of this.channels) channel.sink.fail(error);
+  }
 }
 
 /**
@@ -83,9 +154,15 @@ export interface LiveRunsOptions {
  * session, each a run driver with its live actor and the services its actors use. A run whose
  * state is tagged `parked` is dropped and rebuilt from the log when something arrives for it;
  * the runtime then keeps only the `done` resolvers of its handle.
+ *
+ * With a worker (a store several processes share), a run is driven here only under this
+ * worker's lease: taken before the run is started or rebuilt, stamped on each of its facts,
+ * released when it parks, handed over on `close()`. While it drives a run it takes the requests
+ * other workers post to the run's inbox; a handle of a run it does not drive (parked, lost, taken
+ * over) follows the run through the store until it ends.
  */
 export function createLiveRuns(options: LiveRunsOptions) {
-  const { store, generateId } = options;
+  const { store, generateId, worker } = options;
   const locks = createSessionLocks(options.closedError);
   const { withSession } = locks;
   const live = new Map<string, LiveRun>();
@@ -104,28 +181,44 @@ export function createLiveRuns(options: LiveRunsOptions) {
     },
   };
   const machine = provideRunEffects(servicesOf, lifecycle, options.machine);
-  // Per unfinished run: the `done` resolvers and a weak reference to the caller's event buffer.
-  const sinks = new Map<string, TurnSink>();
+  // Per unfinished run: the `done` resolvers and a weak reference to each caller's event buffer.
+  const sinks = new Map<string, RunSinks>();
+  // With a worker, per run: its inbox while driven here; its handle's store subscription while not.
+  const inboxes = new Map<string, () => void>();
+  const followers = new Map<string, () => void>();
 
   /** A new handle for a run; the runtime keeps only its sink. */
   function newHandle(ids: RunIds, seen: readonly TurnEvent[] = []): TurnHandle {
     const { handle, sink } = createTurnChannel(ids, seen);
-    sinks.set(ids.runId, sink);
+    let run = sinks.get(ids.runId);
+    if (run === undefined) {
+      run = new RunSinks();
+      sinks.set(ids.runId, run);
+    }
+    run.add(sink, seen);
     return handle;
   }
 
-  /** The sink of a run's handle; a run rebuilt without one (its caller went away) gets one nobody reads. */
-  function sinkFor(ids: RunIds): TurnSink {
+  /** The sinks of a run's handles; a run rebuilt without one (its caller went away) gets one nobody reads. */
+  function sinkFor(ids: RunIds): RunSinks {
     const existing = sinks.get(ids.runId);
     if (existing) return existing;
     newHandle(ids);
-    return sinks.get(ids.runId) as TurnSink;
+    return sinks.get(ids.runId) as RunSinks;
   }
 
   /** Wires one run's driver, services and live actor. */
   function open(ids: RunIds, facts: Fact[], limits: RunLimits): RunDriver {
     const controller = new AbortController();
     const sink = sinkFor(ids);
+    // The lease this driver works under: its epoch is fixed for the driver's life, so a driver
+    // that lost the run never stamps a later epoch (this worker may take the run again).
+    const token = worker === undefined ? undefined : leaseToken(ids.runId);
+    if (worker !== undefined) {
+      stopFollowing(ids.runId);
+      // What another worker appended since the handle last saw the run.
+      for (const fact of runFactsSince(facts, ids.runId, sink.lastSeq)) sink.push(fact);
+    }
     let driver!: RunDriver;
     runServices.set(ids.runId, {
       adapter: options.adapter,
@@ -151,9 +244,10 @@ export function createLiveRuns(options: LiveRunsOptions) {
       now: options.now,
       generateId,
       ...(options.inspect ? { inspect: options.inspect } : {}),
+      ...(token === undefined ? {} : { token: () => token }),
       onFact: (fact, reached) => {
         sink.push(fact);
-        if (reached.hasTag('parked')) park(ids.sessionId, driver);
+        if (reached.hasTag('parked')) park(ids, driver);
       },
     });
     driver.ended.then(
@@ -162,49 +256,253 @@ export function createLiveRuns(options: LiveRunsOptions) {
         forget(ids, driver);
       },
       (error) => {
+        if (worker !== undefined && LeaseLostError.isInstance(error)) return lose(ids, driver);
         sink.fail(error);
         forget(ids, driver);
       },
     );
-    live.set(ids.sessionId, { driver, controller });
+    live.set(ids.sessionId, { driver, controller, epoch: token?.leaseEpoch });
+    if (worker !== undefined) {
+      inboxes.set(
+        ids.runId,
+        worker.store.subscribeInbox(ids.sessionId, (item) => takeRequest(ids, item)),
+      );
+    }
     return driver;
+  }
+
+  /** The lease this worker holds on a run it is about to drive. */
+  function leaseToken(runId: string) {
+    const lease = worker?.leases.held(runId);
+    if (worker === undefined || lease === undefined) {
+      throw new Error(`turnlog: run ${runId} opened without this worker's lease on it`);
+    }
+    return { workerId: worker.leases.workerId, leaseEpoch: lease.epoch };
+  }
+
+  /**
+   * The run is no longer driven here: its actor, services and inbox go (its handle stays), and
+   * (`forgetLease`) the lease it drove under, unless this worker holds a newer one already.
+   */
+  function drop(ids: RunIds, driver: RunDriver, forgetLease = false) {
+    const running = live.get(ids.sessionId);
+    if (running?.driver !== driver) return;
+    live.delete(ids.sessionId);
+    runServices.delete(ids.runId);
+    inboxes.get(ids.runId)?.();
+    inboxes.delete(ids.runId);
+    if (forgetLease && worker?.leases.held(ids.runId)?.epoch === running.epoch) {
+      worker?.leases.forget(ids.runId);
+    }
   }
 
   /** The run is over (or its driver failed): the runtime keeps nothing of it. */
   function forget(ids: RunIds, driver: RunDriver) {
     sinks.delete(ids.runId);
+    stopFollowing(ids.runId);
     options.tools.release(ids.runId);
-    if (live.get(ids.sessionId)?.driver !== driver) return;
-    live.delete(ids.sessionId);
-    runServices.delete(ids.runId);
+    // Its lease ended with run.ended, in the same write.
+    drop(ids, driver, true);
   }
 
-  /** A run waiting for a person holds no actor: drop it; the log rebuilds it when needed. */
-  function park(sessionId: string, driver: RunDriver) {
+  /**
+   * The worker lost the run's lease (it expired, or another worker took the run over): the store
+   * refused its append, or a renewal found it gone. Its actor stopped when the driver failed;
+   * abort what it had in flight, and let its handle follow the run wherever it goes on.
+   */
+  function lose(ids: RunIds, driver: RunDriver) {
+    live.get(ids.sessionId)?.controller.abort(new Error(`worker lost run ${ids.runId}'s lease`));
+    options.tools.release(ids.runId);
+    drop(ids, driver, true);
+    follow(ids);
+  }
+
+  /** A run waiting for a person holds no actor (and, with a worker, no lease): drop it; the log rebuilds it when needed. */
+  function park(ids: RunIds, driver: RunDriver) {
+    const { sessionId } = ids;
     // Serialized with decide()/steer()/stop(): one that already picked this live driver commits
     // before the actor is dropped, instead of finding it stopped (its fact lost or half-taken).
-    withSession(sessionId, async () => {
-      await driver.drained();
+    const parked = () => {
       const snapshot = driver.snapshot();
-      if (snapshot?.status !== 'active' || !snapshot.hasTag('parked')) return;
+      return snapshot?.status === 'active' && snapshot.hasTag('parked');
+    };
+    withSession(sessionId, async () => {
+      // Moved on already (a decision or stop came first): nothing to wait for.
+      if (!parked()) return;
+      await driver.drained();
+      if (!parked()) return;
       if (live.get(sessionId)?.driver !== driver) return;
       driver.release();
-      live.delete(sessionId);
-      runServices.delete(driver.runId);
-    }).catch(() => {
-      // Closed meanwhile: close() releases every live run itself.
+      drop(ids, driver);
+      if (worker === undefined) return;
+      follow(ids);
+      await worker.leases.release(ids.runId);
+    }).catch((error) => {
+      // Closed meanwhile: close() releases every live run itself. A release the store did not
+      // take leaves the lease to expire: another worker's takeover then recovers the parked run.
+      if (!locks.closed) worker?.onError(error);
     });
+  }
+
+  /**
+   * A handle of a run not driven here follows it through the store: every fact of the run, in
+   * order, until `run.ended` resolves its `done`.
+   */
+  function follow(ids: RunIds) {
+    const sink = sinks.get(ids.runId);
+    if (worker === undefined || sink === undefined || followers.has(ids.runId)) return;
+    // Facts the subscription brings before the catch-up read is in wait behind it.
+    let waiting: Fact[] | undefined = [];
+    const take = (fact: Fact) => {
+      if (fact.runId !== ids.runId) return;
+      if (waiting !== undefined) waiting.push(fact);
+      else if (sink.push(fact) && fact.type === 'run.ended') void ended(ids, sink);
+    };
+    followers.set(ids.runId, store.subscribe(ids.sessionId, take));
+    const flush = (read: readonly Fact[]) => {
+      const later = waiting ?? [];
+      waiting = undefined;
+      for (const fact of [...read, ...later]) take(fact);
+    };
+    store.read(ids.sessionId, { fromSeq: sink.lastSeq + 1 }).then(flush, (error) => {
+      flush([]);
+      worker.onError(error);
+    });
+  }
+
+  async function ended(ids: RunIds, sink: RunSinks) {
+    stopFollowing(ids.runId);
+    if (sinks.get(ids.runId) === sink) sinks.delete(ids.runId);
+    try {
+      sink.end(turnResult(await store.read(ids.sessionId), ids.runId));
+    } catch (error) {
+      sink.fail(error);
+    }
+  }
+
+  function stopFollowing(runId: string) {
+    followers.get(runId)?.();
+    followers.delete(runId);
+  }
+
+  /** A request another worker posted for a run this worker drives: do it, then settle it. */
+  function takeRequest(ids: RunIds, item: InboxItem) {
+    // A request for an earlier run of the session: its sender learns the outcome from the log.
+    if (worker === undefined || item.runId !== ids.runId) return;
+    withSession(ids.sessionId, async () => {
+      const running = live.get(ids.sessionId);
+      const lease = worker.leases.held(item.runId);
+      // Not driven here any more: the request stays pending for the run's next driver.
+      if (running?.driver.runId !== item.runId || lease === undefined) return;
+      let outcome: Parameters<SharedStore['settleInboxItem']>[0]['outcome'];
+      try {
+        await worker.perform(running.driver, item);
+        outcome = { status: 'accepted' };
+      } catch (error) {
+        if (!isRefusal(error)) return worker.onError(error);
+        outcome = { status: 'refused', error: { name: error.name, message: error.message } };
+      }
+      // A request that ended the run also ended its lease: the sender finds its fact in the log.
+      const current = worker.leases.held(item.runId);
+      if (current === undefined) return;
+      await worker.store.settleInboxItem({ id: item.id, lease: current, outcome });
+    }).catch((error) => {
+      if (!locks.closed && !LeaseLostError.isInstance(error)) worker.onError(error);
+    });
+  }
+
+  /** Takes the run's lease for this worker (no-op without a worker). */
+  const claim =
+    worker === undefined
+      ? undefined
+      : async (runId: string, sessionId: string): Promise<true | RunLeaseState> => {
+          const lease = await worker.leases.acquire(sessionId, runId);
+          return isGranted(lease) ? true : lease;
+        };
+
+  /** Reads and rebuilds the run under this worker's claim on it; a run that cannot go on gives the lease back. */
+  async function load(
+    sessionId: string,
+    runId: string | undefined,
+  ): Promise<LoadedRun | DamagedRun | DrivenElsewhere | undefined> {
+    let claimed: string | undefined;
+    const loaded = await loadRun<RunLeaseState>({
+      store,
+      machine,
+      sessionId,
+      runId,
+      ...(claim === undefined
+        ? {}
+        : {
+            claim: async (target: string) => {
+              const result = await claim(target, sessionId);
+              if (result === true) claimed = target;
+              return result;
+            },
+          }),
+    });
+    if (claimed !== undefined && (loaded === undefined || 'damage' in loaded)) {
+      // Ended meanwhile, or damaged: nobody drives it (a damaged run is never taken over).
+      await worker?.leases.release(claimed);
+    }
+    return loaded;
+  }
+
+  /**
+   * Resumes a loaded run with the recovery sequence (architecture/turn-machine.md,
+   * Rehydration): started-but-unsettled calls marked indeterminate, then `run.recovered`,
+   * whose transition starts what must run.
+   */
+  async function resumeRecovering(loaded: LoadedRun, handle: TurnHandle): Promise<RecoveredRun> {
+    const { ids, facts, plan, rehydrated } = loaded;
+    const { snapshot } = rehydrated;
+    const driver = open(ids, facts, rehydrated.limits);
+    await driver.resume(snapshot);
+    if (snapshot.status !== 'done') {
+      // One commit each, in order, as recoveryFacts lists them.
+      for (const draft of recoveryFacts(plan)) await driver.commit(draft);
+    }
+    const status =
+      snapshot.status === 'done'
+        ? 'ended'
+        : driver.snapshot()?.hasTag('parked')
+          ? 'parked'
+          : 'resumed';
+    return {
+      sessionId: ids.sessionId,
+      runId: ids.runId,
+      interruptedIn: plan.interruptedIn,
+      indeterminate: recoveredCallIds(plan),
+      status,
+      turn: handle,
+    };
   }
 
   return {
     newHandle,
 
-    /** Starts a new run with its `run.started`. */
+    /** Starts a new run with its `run.started` (with a worker: under a lease taken first). */
     async start(ids: RunIds, facts: Fact[], draft: Parameters<RunDriver['begin']>[0]) {
       // Read (and pin) the run's tools first: a tools function that throws leaves nothing behind.
       options.tools.forRun(ids.runId);
+      if (claim !== undefined) {
+        const result = await claim(ids.runId, ids.sessionId);
+        if (result !== true) throw new Error(`turnlog: new run ${ids.runId} is leased already`);
+      }
+      const lease = worker?.leases.held(ids.runId);
       const handle = newHandle(ids);
-      await open(ids, facts, draft.limits).begin(draft);
+      const driver = open(ids, facts, draft.limits);
+      try {
+        await driver.begin(draft);
+      } catch (error) {
+        // Nothing of the run is in the log (another run.started won the session, or the store
+        // refused): the runtime keeps nothing of it, and nobody is to take it over.
+        sinks.delete(ids.runId);
+        options.tools.release(ids.runId);
+        drop(ids, driver, true);
+        if (lease !== undefined) await worker?.store.releaseLease({ lease }).catch(() => false);
+        throw error;
+      }
       return handle;
     },
 
@@ -217,13 +515,16 @@ export function createLiveRuns(options: LiveRunsOptions) {
 
     /**
      * The session's unfinished run, live or rebuilt from the log (no actor restarted: I8).
-     * Throws `DamagedSessionError` when it cannot be resumed.
+     * Rebuilt, a parked run resumes as it was; any other was interrupted (its driver died) and
+     * resumes with the recovery sequence, as `recover()` would. With a worker, rebuilding it
+     * takes its lease; `elsewhere` when another worker drives it. Throws `DamagedSessionError`
+     * when it cannot be resumed.
      */
-    async active(sessionId: string): Promise<RunDriver | undefined> {
+    async active(sessionId: string): Promise<RunDriver | DrivenElsewhere | undefined> {
       const running = live.get(sessionId);
       if (running) return running.driver;
-      const loaded = await loadRun({ store, machine, sessionId, runId: undefined });
-      if (loaded === undefined) return undefined;
+      const loaded = await load(sessionId, undefined);
+      if (loaded === undefined || 'elsewhere' in loaded) return loaded;
       if ('damage' in loaded) {
         throw new DamagedSessionError({
           message: `Session ${sessionId} cannot be resumed: its log is damaged (${loaded.damage.join('; ')}). Nothing was written; read runtime.facts() to inspect it, and start a new session to go on.`,
@@ -231,47 +532,43 @@ export function createLiveRuns(options: LiveRunsOptions) {
         });
       }
       const { ids, facts, rehydrated } = loaded;
-      await open(ids, facts, rehydrated.limits).resume(rehydrated.snapshot);
+      if (worker !== undefined && !rehydrated.snapshot.hasTag('parked')) {
+        await resumeRecovering(loaded, newHandle(ids, rehydrated.facts));
+      } else {
+        const driver = open(ids, facts, rehydrated.limits);
+        await driver.resume(rehydrated.snapshot);
+        // Parked when rebuilt: dropped again after the work that rebuilt it, unless that moved it on.
+        if (rehydrated.snapshot.hasTag('parked')) park(ids, driver);
+      }
       // A fold that reached terminal only lacked run.ended: resume appended it, nothing is open.
       return live.get(sessionId)?.driver;
     },
 
     /**
      * Rehydrates one unfinished run after a restart (architecture/turn-machine.md,
-     * Rehydration): commits the recovery sequence (`recoveryFacts`: started-but-unsettled calls
-     * marked indeterminate, then `run.recovered`, whose transition starts what must run).
-     * A run that cannot be resumed is reported `damaged` and left as it is; `undefined` when the
-     * run is no longer unfinished.
+     * Rehydration) with the recovery sequence. A run that cannot be resumed is reported
+     * `damaged` and left as it is; `undefined` when the run is no longer unfinished, or (with a
+     * worker) when another worker drives it: its lease is live, so it is not this worker's to
+     * touch.
      */
     async recover(sessionId: string, runId: string): Promise<RecoveredRun | undefined> {
-      const loaded = await loadRun({ store, machine, sessionId, runId });
-      if (loaded === undefined) return undefined;
+      if (live.get(sessionId)?.driver.runId === runId) return undefined;
+      const loaded = await load(sessionId, runId);
+      if (loaded === undefined || 'elsewhere' in loaded) return undefined;
       if ('damage' in loaded) return { ...loaded, status: 'damaged', findings: [] };
-      const { ids, facts, plan, rehydrated } = loaded;
-      const { snapshot } = rehydrated;
       // Read (and pin) the run's tools first: a tools function that throws leaves nothing behind.
       options.tools.forRun(runId);
-      const handle = newHandle(ids, rehydrated.facts);
-      const driver = open(ids, facts, rehydrated.limits);
-      await driver.resume(snapshot);
-      if (snapshot.status !== 'done') {
-        // One commit each, in order, as recoveryFacts lists them.
-        for (const draft of recoveryFacts(plan)) await driver.commit(draft);
-      }
-      const status =
-        snapshot.status === 'done'
-          ? 'ended'
-          : driver.snapshot()?.hasTag('parked')
-            ? 'parked'
-            : 'resumed';
-      return {
-        sessionId,
-        runId,
-        interruptedIn: plan.interruptedIn,
-        indeterminate: recoveredCallIds(plan),
-        status,
-        turn: handle,
-      };
+      return resumeRecovering(loaded, newHandle(loaded.ids, loaded.rehydrated.facts));
+    },
+
+    /**
+     * A lease this worker held was found lost by a renewal: the run's driver fails with
+     * `LeaseLostError` (its actor stops, nothing more of it is appended) and its handle follows
+     * the run through the store.
+     */
+    lost(sessionId: string, runId: string, error: Error) {
+      const running = live.get(sessionId);
+      if (running?.driver.runId === runId) running.driver.fail(error);
     },
 
     /** Serializes work on one session: the runtime's public operations and parking. */
@@ -284,7 +581,8 @@ export function createLiveRuns(options: LiveRunsOptions) {
 
     /**
      * Refuses new work, waits for the work queued on each session, then detaches every live run
-     * (they stay unfinished in the log) and fails the open handles with `closedError`.
+     * (they stay unfinished in the log) and fails the open handles with `closedError`. With a
+     * worker, its live runs' leases are handed over: another worker takes them over at its next scan.
      */
     async close(closedError: Error) {
       await locks.close();
@@ -293,10 +591,25 @@ export function createLiveRuns(options: LiveRunsOptions) {
         run.controller.abort(closedError);
       }
       await Promise.all([...live.values()].map((run) => run.driver.drained()));
+      for (const unsubscribe of [...inboxes.values(), ...followers.values()]) unsubscribe();
+      inboxes.clear();
+      followers.clear();
+      await worker?.leases.close();
       live.clear();
       runServices.clear();
       for (const sink of sinks.values()) sink.fail(closedError);
       sinks.clear();
     },
   };
+}
+
+/** The run's facts after `seq`, read back from the end of the session's facts. */
+function runFactsSince(facts: readonly Fact[], runId: string, seq: number): Fact[] {
+  const since: Fact[] = [];
+  for (let index = facts.length - 1; index >= 0; index -= 1) {
+    const fact = facts[index] as Fact;
+    if (fact.seq <= seq) break;
+    if (fact.runId === runId) since.push(fact);
+  }
+  return since.reverse();
 }

@@ -35,6 +35,12 @@ export interface RunDriverOptions {
    * with the state it leads to: the runtime reacts to that state's tags, never to its name.
    */
   onFact?: (fact: Fact, reached: TurnSnapshot) => void;
+  /**
+   * The fencing token of the worker's lease on the run (`workerId`, `leaseEpoch`), stamped on
+   * every fact it appends; `undefined` on a store for one process. The store refuses a fact whose
+   * lease is gone (`LeaseLostError`): the driver then fails, and no later fact of it lands.
+   */
+  token?: () => { workerId: string; leaseEpoch: number } | undefined;
 }
 
 /** A fact an actor proposed, waiting for the next append. */
@@ -104,6 +110,7 @@ export function createRunDriver(options: RunDriverOptions) {
       turnId,
       runId,
       state,
+      ...options.token?.(),
     }) as NewFact;
 
   /** Appends facts in one write; every one of them must be new (the driver checked their ids). */

@@ -81,15 +81,17 @@ function liveRunsOn(
       fact: FactOf<'tool.permission.requested' | 'tool.started'>,
       decision: 'allow' | 'report-unknown',
     ) =>
-      withSession(fact.sessionId, async () =>
-        (await runs.active(fact.sessionId))?.commit({
+      withSession(fact.sessionId, async () => {
+        const driver = await runs.active(fact.sessionId);
+        if (driver === undefined || 'elsewhere' in driver) return undefined;
+        return driver.commit({
           type: 'tool.permission.decided',
           callId: fact.callId,
           decision,
           inputHash: fact.inputHash,
           by: 'user',
-        }),
-      ),
+        });
+      }),
   };
 }
 

@@ -59,7 +59,11 @@ describe('a runtime on postgresStore', () => {
       [8, 'step.completed', 'terminal'],
       [9, 'run.ended', 'terminal'],
     ]);
-    expect(facts.some((fact) => 'workerId' in fact || 'leaseEpoch' in fact)).toBe(false);
+    // Each runtime on a shared store is a worker: every fact it appended carries its lease.
+    expect(runtime.worker?.id).toMatch(/^worker-/);
+    expect(new Set(facts.map((fact) => `${fact.workerId}/${fact.leaseEpoch}`))).toEqual(
+      new Set([`${runtime.worker?.id}/1`]),
+    );
   });
 
   it('parks on a permission, and a new runtime on a new store recovers the run and finishes it', async () => {

@@ -1,0 +1,324 @@
+import type { LanguageModelV4CallOptions } from '@ai-sdk/provider';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { scriptedModel } from '../../adapters/scripted-model.ts';
+import type { Fact } from '../../events/facts.ts';
+import { sequentialIds } from '../../events/ids.ts';
+import { createRuntime, type Runtime } from '../../runtime.ts';
+import { InvalidArgumentError, SessionBusyError } from '../../runtime-errors.ts';
+import { memoryStore } from '../../store/memory-store.ts';
+import type { PostgresStore } from '../../store/postgres-store.ts';
+import { defineTool } from '../../tools/define-tool.ts';
+import { UnknownDecisionError } from '../../tools/permission-policy.ts';
+import { testSchema } from '../helpers/postgres.ts';
+import { deferred, isFactOf, until } from './runtime-helpers.ts';
+
+/**
+ * The model of every worker: a pure function of the prompt, so any worker continues the
+ * conversation where another left it. Until the prompt holds a tool result it calls `work`; then
+ * it answers.
+ */
+function workerModel() {
+  const step = (call: LanguageModelV4CallOptions) =>
+    call.prompt.some((message) => message.role === 'tool')
+      ? { text: 'All done.' }
+      : { text: 'Working.', toolCalls: [{ id: 'call_w', name: 'work', input: { job: 'j1' } }] };
+  return scriptedModel(Array.from({ length: 20 }, () => step));
+}
+
+/** A tool whose executions are counted and which can be held inside `execute`. */
+function workTool(permission: 'allow' | 'ask' = 'allow') {
+  const executions: string[] = [];
+  let gate: Promise<void> | undefined;
+  const tool = defineTool({
+    description: 'Does a job.',
+    inputSchema: z.object({ job: z.string() }),
+    permission,
+    execute: async ({ job }, { signal }) => {
+      executions.push(job);
+      if (gate !== undefined) {
+        await Promise.race([
+          gate,
+          new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+        ]);
+      }
+      return `${job} done`;
+    },
+  });
+  return {
+    tool,
+    executions,
+    /** The next executions wait inside `execute` until the returned function is called. */
+    hold() {
+      const held = deferred();
+      gate = held.promise;
+      return () => {
+        gate = undefined;
+        held.resolve();
+      };
+    },
+  };
+}
+
+/** Sequential ids of one worker, unique across the workers (as every generateId must make them). */
+function prefixed(workerId: string) {
+  const ids = sequentialIds();
+  return (prefix: string) => `${ids(prefix)}_${workerId}`;
+}
+
+/** The (workerId, leaseEpoch) of each fact, in seq order, run-length encoded. */
+function writers(facts: readonly Fact[]): string[] {
+  const runs: string[] = [];
+  for (const fact of facts) {
+    const writer = `${fact.workerId}/${fact.leaseEpoch}`;
+    if (runs.at(-1) !== writer) runs.push(writer);
+  }
+  return runs;
+}
+
+describe('workers on one postgresStore', () => {
+  let database: ReturnType<typeof testSchema>;
+  const runtimes: Runtime[] = [];
+
+  beforeEach(() => {
+    database = testSchema('workers');
+  });
+
+  afterEach(async () => {
+    await Promise.all(runtimes.splice(0).map((runtime) => runtime.close().catch(() => {})));
+    await database.drop();
+  });
+
+  function worker(
+    id: string,
+    tool: ReturnType<typeof workTool>['tool'],
+    options: { leaseMs?: number; store?: PostgresStore } = {},
+  ) {
+    const runtime = createRuntime({
+      model: workerModel(),
+      tools: { work: tool },
+      store: options.store ?? database.open(),
+      generateId: prefixed(id),
+      worker: { id, leaseMs: options.leaseMs ?? 60_000 },
+    });
+    runtimes.push(runtime);
+    return runtime;
+  }
+
+  it('refuses a worker option on a store for one process', () => {
+    const call = () =>
+      createRuntime({ model: workerModel(), store: memoryStore(), worker: { id: 'w1' } });
+    expect(call).toThrow(InvalidArgumentError);
+    expect(call).toThrow(/worker needs a store several processes share/);
+  });
+
+  it('drives a run under its lease, and another worker refuses a second run of the session', async () => {
+    const work = workTool();
+    const release = work.hold();
+    const a = worker('a', work.tool);
+    const b = worker('b', work.tool);
+    const turn = await a.send({ sessionId: 's1', text: 'go' });
+    await until(turn, isFactOf('tool.started'));
+    await expect(b.send({ sessionId: 's1', text: 'again' })).rejects.toThrow(SessionBusyError);
+    release();
+    expect(await turn.done).toMatchObject({ status: 'completed', text: 'All done.' });
+    expect(writers(await a.facts('s1'))).toEqual(['a/1']);
+    expect(work.executions).toEqual(['j1']);
+  });
+
+  it('gives a parked run to whichever worker a decision reaches; the first handle follows it to its end', async () => {
+    const work = workTool('ask');
+    const a = worker('a', work.tool);
+    const b = worker('b', work.tool);
+    const turn = await a.send({ sessionId: 's1', text: 'go' });
+    await until(turn, isFactOf('tool.permission.requested'));
+    // Parked: nobody holds the lease.
+    await expect
+      .poll(
+        async () =>
+          (await database.open().leaseOf({ sessionId: 's1', runId: turn.runId }))?.workerId,
+      )
+      .toBeUndefined();
+    const [pending] = await b.pending('s1');
+    await b.decide({ sessionId: 's1', callId: pending?.callId ?? '', decision: 'allow' });
+    expect(await turn.done).toMatchObject({ status: 'completed', text: 'All done.' });
+    const seen: string[] = [];
+    for await (const event of turn.events) if ('seq' in event) seen.push(event.type);
+    const facts = await b.facts('s1');
+    expect(seen).toEqual(facts.map((fact) => fact.type));
+    // a drove the run up to its ask, b (a new epoch) from the decision on.
+    expect(writers(facts)).toEqual(['a/1', 'b/2']);
+    expect(facts.find((fact) => fact.type === 'tool.permission.decided')?.workerId).toBe('b');
+    expect(work.executions).toEqual(['j1']);
+  });
+
+  it('hands steer and stop to the worker that drives the run, through the inbox', async () => {
+    const work = workTool();
+    const release = work.hold();
+    const a = worker('a', work.tool);
+    const b = worker('b', work.tool);
+    const turn = await a.send({ sessionId: 's1', text: 'go' });
+    await until(turn, isFactOf('tool.started'));
+    await b.steer({ sessionId: 's1', text: 'and hurry' });
+    let facts = await b.facts('s1');
+    const steering = facts.find((fact) => fact.type === 'steering.received');
+    // a appended it, under its lease, with the request's id.
+    expect(steering).toMatchObject({ workerId: 'a', leaseEpoch: 1, text: 'and hurry' });
+    expect(steering?.id).toMatch(/^b:/);
+    await b.stop({ sessionId: 's1', reason: 'enough' });
+    expect(await turn.done).toMatchObject({ status: 'aborted', reason: 'stop_requested' });
+    facts = await b.facts('s1');
+    expect(writers(facts)).toEqual(['a/1']);
+    release();
+  });
+
+  it('starts one run when two workers send to a new session at once', async () => {
+    const work = workTool();
+    const a = worker('a', work.tool);
+    const b = worker('b', work.tool);
+    const results = await Promise.allSettled([
+      a.send({ sessionId: 's1', text: 'go' }),
+      b.send({ sessionId: 's1', text: 'go too' }),
+    ]);
+    const started = results.flatMap((result) =>
+      result.status === 'fulfilled' ? [result.value] : [],
+    );
+    const refused = results.flatMap((result) =>
+      result.status === 'rejected' ? [result.reason] : [],
+    );
+    expect(started).toHaveLength(1);
+    expect(refused).toHaveLength(1);
+    expect(SessionBusyError.isInstance(refused[0])).toBe(true);
+    expect(await started[0]?.done).toMatchObject({ status: 'completed' });
+    const facts = await a.facts('s1');
+    expect(facts.filter((fact) => fact.type === 'run.started')).toHaveLength(1);
+  });
+
+  it('lets decisions from two workers and a recover() race for a parked run: each succeeds, the call runs once', async () => {
+    const work = workTool('ask');
+    const a = worker('a', work.tool);
+    const b = worker('b', work.tool);
+    const c = worker('c', work.tool);
+    const turn = await a.send({ sessionId: 's1', text: 'go' });
+    await until(turn, isFactOf('tool.permission.requested'));
+    const [pending] = await a.pending('s1');
+    const decision = { sessionId: 's1', callId: pending?.callId ?? '', decision: 'allow' as const };
+    const [fromB, fromC, recovered] = await Promise.allSettled([
+      b.decide(decision),
+      c.decide(decision),
+      a.recover(),
+    ]);
+    expect([fromB.status, fromC.status, recovered.status]).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+    ]);
+    expect(await turn.done).toMatchObject({ status: 'completed', text: 'All done.' });
+    const facts = await a.facts('s1');
+    expect(facts.filter((fact) => fact.type === 'tool.permission.decided')).toHaveLength(1);
+    expect(work.executions).toEqual(['j1']);
+  });
+
+  it("throws a refusal from the driver's worker as the driver's error class", async () => {
+    const work = workTool();
+    const release = work.hold();
+    const a = worker('a', work.tool);
+    const b = worker('b', work.tool);
+    const turn = await a.send({ sessionId: 's1', text: 'go' });
+    await until(turn, isFactOf('tool.started'));
+    const error = await b
+      .decide({ sessionId: 's1', callId: 'call_nope', decision: 'allow' })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(UnknownDecisionError);
+    expect(UnknownDecisionError.isInstance(error)).toBe(true);
+    expect((error as UnknownDecisionError).callId).toBe('call_nope');
+    release();
+    expect(await turn.done).toMatchObject({ status: 'completed' });
+  });
+
+  it("takes over a paused worker's run: the started tool is indeterminate, the paused worker's late facts are refused", async () => {
+    const work = workTool();
+    const release = work.hold();
+    const frozen = freezable(database.open());
+    const a = worker('a', work.tool, { leaseMs: 400, store: frozen.store });
+    const turn = await a.send({ sessionId: 's1', text: 'go' });
+    await until(turn, isFactOf('tool.started'));
+    // a stops: no renewal, no append gets through (a SIGSTOP, a partition).
+    frozen.freeze();
+    release();
+    const b = worker('b', work.tool, { leaseMs: 400 });
+    const reader = database.open();
+    await expect
+      .poll(
+        async () => (await reader.read('s1')).some((fact) => fact.type === 'tool.indeterminate'),
+        {
+          timeout: 10_000,
+        },
+      )
+      .toBe(true);
+    await b.decide({ sessionId: 's1', callId: 'call_w', decision: 'report-unknown' });
+    // a wakes up: its tool.settled is refused, and its handle follows the run on b to its end.
+    frozen.thaw();
+    expect(await turn.done).toMatchObject({ status: 'completed', text: 'All done.' });
+    const facts = await reader.read('s1');
+    // b took the run over (epoch 2) and drove it to its end: the decision reached it live, or
+    // after it parked the run on the indeterminate call (then under epoch 3).
+    const [first, ...after] = writers(facts);
+    expect(first).toBe('a/1');
+    expect(after[0]).toBe('b/2');
+    expect(after.every((writer) => /^b\/[23]$/.test(writer))).toBe(true);
+    expect(facts.filter((fact) => fact.type === 'tool.settled' && fact.workerId === 'a')).toEqual(
+      [],
+    );
+    expect(work.executions).toEqual(['j1']);
+  });
+
+  it('recover() leaves a run another worker leases alone, and close() hands runs over at once', async () => {
+    const work = workTool();
+    const release = work.hold();
+    const a = worker('a', work.tool, { leaseMs: 2_000 });
+    const turn = await a.send({ sessionId: 's1', text: 'go' });
+    await until(turn, isFactOf('tool.started'));
+    const b = worker('b', work.tool, { leaseMs: 2_000 });
+    expect(await b.recover()).toEqual([]);
+    await a.close();
+    release();
+    const reader = database.open();
+    await expect
+      .poll(async () => (await reader.read('s1')).at(-1)?.type, { timeout: 10_000 })
+      .toBe('run.recovered');
+    const facts = await reader.read('s1');
+    expect(writers(facts)).toEqual(['a/1', 'b/2']);
+    expect(facts.filter((fact) => fact.type === 'tool.indeterminate')).toHaveLength(1);
+  });
+});
+
+/** A store whose calls wait while frozen: a worker that stopped (SIGSTOP) and wakes up later. */
+function freezable(store: PostgresStore) {
+  let gate: Promise<void> | undefined;
+  let open: () => void = () => {};
+  const wrapped = new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function') return value;
+      if (key === 'subscribe' || key === 'subscribeInbox' || key === 'close')
+        return value.bind(target);
+      return async (...args: unknown[]) => {
+        while (gate !== undefined) await gate;
+        return value.apply(target, args);
+      };
+    },
+  });
+  return {
+    store: wrapped,
+    freeze() {
+      gate = new Promise((resolve) => {
+        open = resolve;
+      });
+    },
+    thaw() {
+      gate = undefined;
+      open();
+    },
+  };
+}
