@@ -38,8 +38,7 @@ const runtime = createRuntime({
   store,
   // Every takeover in `requesting` is a new recorded attempt: leave room for many.
   limits: { maxAttempts: 100 },
-  // TODO(merge of `Workers:`): a plain field once RuntimeOptions has `worker`.
-  ...({ worker: { id: options.workerId, leaseMs: options.leaseMs } } as object),
+  worker: { id: options.workerId, leaseMs: options.leaseMs },
 });
 if (options.recoverAtStart) {
   const recovered = await runtime.recover();
