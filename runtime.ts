@@ -197,6 +197,7 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
           generateId: (prefix) => `${worker.id}:${generateId(prefix)}`,
           withSession,
           active: (sessionId) => runs.active(sessionId),
+          stillDriving: (sessionId, driver) => runs.stillDriving(sessionId, driver),
           closed: closing.signal,
         })
       : undefined;

@@ -534,9 +534,34 @@ export function createLiveRuns(options: LiveRunsOptions) {
       return handle;
     },
 
-    /** The session's facts: the live run's copy, else the store's. */
+    /**
+     * The session's facts: the live run's copy, else the store's. With a worker, always the
+     * store's: a driver here may have lost its lease without knowing it yet (a pause), and its
+     * copy may lag what the run's new driver appended.
+     */
     async facts(sessionId: string): Promise<readonly Fact[]> {
-      return live.get(sessionId)?.driver.facts() ?? (await store.read(sessionId));
+      const running = worker === undefined ? live.get(sessionId) : undefined;
+      return running?.driver.facts() ?? (await store.read(sessionId));
+    },
+
+    /**
+     * With a worker: true while this worker still holds the lease its live driver of the
+     * session's run works under, by the store; a driver found without it fails (as if a
+     * renewal had found the lease lost). Checked before a refusal computed from the driver's
+     * own copy of the log is believed. Always true without a worker.
+     */
+    async stillDriving(sessionId: string, driver: RunDriver): Promise<boolean> {
+      const running = live.get(sessionId);
+      if (worker === undefined) return true;
+      if (running?.driver !== driver) return false;
+      const lease = await worker.store.leaseOf({ sessionId, runId: driver.runId });
+      const holds =
+        lease?.live === true &&
+        lease.workerId === worker.leases.workerId &&
+        lease.epoch === running.epoch;
+      if (!holds)
+        driver.fail(lostLease({ sessionId, turnId: '', runId: driver.runId }, running.epoch));
+      return holds;
     },
 
     has: (sessionId: string) => live.has(sessionId),

@@ -8,6 +8,7 @@ import {
 import type { Fact, FactOf, NewFact, ProposedFact } from '../../events/facts.ts';
 import type { IdGenerator } from '../../events/ids.ts';
 import type { EventStore } from '../../store/event-store.ts';
+import { LeaseLostError } from '../../store/run-leases.ts';
 import type { PreparedRequest, TurnMachineEvent } from '../pure/actor-inputs.ts';
 import { type HeldTransition, heldTransition, pureTransition } from '../pure/pure-transition.ts';
 import { statePath } from '../pure/state-path.ts';
@@ -118,6 +119,19 @@ export function createRunDriver(options: RunDriverOptions) {
     const { appended } = await store.append(sessionId, batch, { expectedSeq: lastSeq() });
     if (appended.length !== batch.length) {
       const known = batch.filter((fact) => !appended.some((stored) => stored.id === fact.id));
+      const token = options.token?.();
+      if (token !== undefined) {
+        // Another driver appended this run's deterministic ids (a tool.started, a decision)
+        // after this one's lease lapsed: the log went on without it.
+        throw new LeaseLostError({
+          message: `run driver: fact ${known[0]?.id} of run ${runId} is already in session ${sessionId}, appended by another driver: worker ${token.workerId} lost epoch ${token.leaseEpoch} of the run's lease`,
+          sessionId,
+          runId,
+          workerId: token.workerId,
+          epoch: token.leaseEpoch,
+          current: undefined,
+        });
+      }
       throw new Error(
         `run driver: fact ${known[0]?.id} is already in session ${sessionId}; generateId must not repeat ids`,
       );

@@ -173,6 +173,8 @@ export interface RequestRouterOptions {
   withSession: <T>(sessionId: string, work: () => Promise<T>) => Promise<T>;
   /** The session's unfinished run driven here (taken over when nobody drives it), or where it is driven. */
   active: (sessionId: string) => Promise<RunDriver | DrivenElsewhere | undefined>;
+  /** Whether this worker's live driver still holds its run's lease (`liveRuns.stillDriving`). */
+  stillDriving: (sessionId: string, driver: RunDriver) => Promise<boolean>;
   /** Raised when the runtime closes: a request still waiting ends with it. */
   closed: AbortSignal;
 }
@@ -197,10 +199,23 @@ export function createRequestRouter(options: RequestRouterOptions) {
           const target = await options.active(sessionId);
           if (target === undefined) throw noActiveRun(sessionId, request.kind);
           if ('elsewhere' in target) return target.elsewhere;
-          await performRequest(target, request, {
-            sessionId,
-            generateId: options.generateId,
-          });
+          try {
+            await performRequest(target, request, { sessionId, generateId: options.generateId });
+          } catch (error) {
+            // A refusal from this driver's copy of the log counts only while the driver still
+            // holds the run: a paused worker's copy may lag (the decision was made elsewhere).
+            if (isRefusal(error) && !(await options.stillDriving(sessionId, target))) {
+              throw new LeaseLostError({
+                message: `runtime.${request.kind}(): this worker's driver of run ${target.runId} lost its lease`,
+                sessionId,
+                runId: target.runId,
+                workerId: options.workerId,
+                epoch: 0,
+                current: undefined,
+              });
+            }
+            throw error;
+          }
           return undefined;
         });
         if (elsewhere === undefined) return;
