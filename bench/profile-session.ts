@@ -32,6 +32,7 @@ function group(node: ProfileNode): string {
   const { url, functionName } = node.callFrame;
   if (functionName === '(garbage collector)') return 'garbage collector';
   if (functionName === '(idle)' || functionName === '(program)') return `${functionName}`;
+  if (url === 'node:inspector') return '(idle)'; // the profiler's own session calls
   if (url.includes('/node_modules/ai/')) {
     return /convertToLanguageModel|downloadAssets|convertPartToLanguageModelPart|mapToolResultOutput|getDownloadableFilePart|convertImagePartToFilePart|standardizePrompt/.test(
       functionName,

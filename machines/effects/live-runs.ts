@@ -2,7 +2,6 @@ import type { InspectionEvent, Observer } from 'xstate';
 import type { ModelAdapter } from '../../adapters/model-adapter.ts';
 import type { Fact, RunLimits } from '../../events/facts.ts';
 import type { IdGenerator } from '../../events/ids.ts';
-import { createHistoryProjection } from '../../events/project-history.ts';
 import { DamagedSessionError } from '../../runtime-errors.ts';
 import type { EventStore, StoreFinding } from '../../store/event-store.ts';
 import type { ToolSetSource } from '../../tools/tool-set-source.ts';
@@ -12,6 +11,7 @@ import { loadRun } from './load-run.ts';
 import { provideRunEffects, type RunLifecycle } from './run-actors.ts';
 import { createRunDriver, type RunDriver } from './run-driver.ts';
 import type { RunServices } from './run-services.ts';
+import { createSessionCache } from './session-cache.ts';
 import { createSessionLocks } from './session-locks.ts';
 import {
   createTurnChannel,
@@ -106,6 +106,8 @@ export function createLiveRuns(options: LiveRunsOptions) {
   const machine = provideRunEffects(servicesOf, lifecycle, options.machine);
   // Per unfinished run: the `done` resolvers and a weak reference to the caller's event buffer.
   const sinks = new Map<string, TurnSink>();
+  // Sessions whose last run ended: their log and history, for the session's next run.
+  const ended = createSessionCache();
 
   /** A new handle for a run; the runtime keeps only its sink. */
   function newHandle(ids: RunIds, seen: readonly TurnEvent[] = []): TurnHandle {
@@ -127,6 +129,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
     const controller = new AbortController();
     const sink = sinkFor(ids);
     let driver!: RunDriver;
+    const history = ended.history(ids.sessionId);
     runServices.set(ids.runId, {
       adapter: options.adapter,
       ...options.tools.forRun(ids.runId),
@@ -134,7 +137,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
       limits,
       store,
       facts: () => driver.facts(),
-      history: createHistoryProjection(),
+      history,
       commit: (draft, prepared) => driver.commit(draft, prepared),
       commitAll: (drafts) => driver.commitAll(drafts),
       signal: controller.signal,
@@ -159,9 +162,11 @@ export function createLiveRuns(options: LiveRunsOptions) {
     driver.ended.then(
       () => {
         sink.end(turnResult(driver.facts(), ids.runId));
+        ended.keep(ids.sessionId, driver.facts(), history);
         forget(ids, driver);
       },
       (error) => {
+        ended.drop(ids.sessionId);
         sink.fail(error);
         forget(ids, driver);
       },
@@ -208,9 +213,13 @@ export function createLiveRuns(options: LiveRunsOptions) {
       return handle;
     },
 
-    /** The session's facts: the live run's copy, else the store's. */
+    /** The session's facts: the live run's copy, else the cached log and the store's since, else the store's. */
     async facts(sessionId: string): Promise<readonly Fact[]> {
-      return live.get(sessionId)?.driver.facts() ?? (await store.read(sessionId));
+      return (
+        live.get(sessionId)?.driver.facts() ??
+        (await ended.facts(store, sessionId)) ??
+        (await store.read(sessionId))
+      );
     },
 
     has: (sessionId: string) => live.has(sessionId),
