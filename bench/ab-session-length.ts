@@ -68,12 +68,14 @@ for (const [label, { side, store }] of Object.entries(checkouts) as [
     const warm = side.conversationRuntime({ store: store({ facts }), steps });
     runtimes.push(warm);
     let session = 0;
-    sides[`${label} warm ${length}`] = () =>
-      side.runTurnlog({
+    sides[`${label} warm ${length}`] = () => {
+      session += 1;
+      return side.runTurnlog({
         runtime: warm,
-        sessionId: length === '0' ? `fresh_${(session += 1)}` : 'long',
+        sessionId: length === '0' ? `fresh_${session}` : 'long',
         steps,
       });
+    };
   }
 }
 
