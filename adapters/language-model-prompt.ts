@@ -14,7 +14,7 @@ export interface PromptTarget {
 /** The last list converted that began with a given message object, and its converted messages. */
 interface Converted {
   messages: ModelMessage[];
-  prompt: readonly LanguageModelV4Message[];
+  prompt: LanguageModelV4Message[];
 }
 
 /**
@@ -77,20 +77,27 @@ export function createPromptConverter(): (request: {
       target = request.target;
       converted = new WeakMap();
     }
-    const last = converted.get(first);
+    let last = converted.get(first);
     const kept = last === undefined ? 0 : samePrefixLength(messages, last.messages);
-    let prompt: readonly LanguageModelV4Message[];
-    if (last !== undefined && kept === last.messages.length && messages[kept]?.role !== 'tool') {
-      const added =
-        kept === messages.length
-          ? []
-          : await convert(undefined, aiSdkMessages.slice(kept), request);
-      prompt = added.length === 0 ? last.prompt : [...last.prompt, ...added.map(deepFreeze)];
-    } else {
-      prompt = (await convert(undefined, aiSdkMessages, request)).map(deepFreeze);
+    if (last === undefined || kept < last.messages.length || messages[kept]?.role === 'tool') {
+      last = { messages: [], prompt: [] };
+      converted.set(first, last);
     }
-    converted.set(first, { messages: [...messages], prompt });
-    return [...instructions, ...prompt];
+    // The cached lists grow in place; each request gets its own copy below.
+    const from = last.messages.length;
+    if (from < messages.length) {
+      const added = await convert(undefined, aiSdkMessages.slice(from), request);
+      if (converted.get(first) !== last || last.messages.length !== from) {
+        // A concurrent request changed the cache meanwhile: this one converts its whole list.
+        return convert(system, aiSdkMessages, request);
+      }
+      for (let index = from; index < messages.length; index += 1) {
+        last.messages.push(messages[index] as ModelMessage);
+      }
+      for (const message of added) last.prompt.push(deepFreeze(message));
+    }
+    const prompt = last.prompt;
+    return instructions.length === 0 ? prompt.slice() : instructions.concat(prompt);
   };
 }
 

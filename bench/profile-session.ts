@@ -53,6 +53,9 @@ function group(node: ProfileNode): string {
 }
 
 async function profileLength(prior: Fact[], turns: number, mode: 'cold' | 'warm') {
+  // Warm on top of 0: each turn a new session of the same runtime (the session does not grow).
+  let turnNumber = 0;
+  const sessionOf = () => (prior.length === 0 && mode === 'warm' ? `fresh_${turnNumber}` : sessionId);
   let runtime: Runtime | undefined;
   const fresh = async () => {
     await runtime?.close();
@@ -68,8 +71,9 @@ async function profileLength(prior: Fact[], turns: number, mode: 'cold' | 'warm'
   for (let turn = 0; turn < turns; turn += 1) {
     if (mode === 'cold') await fresh();
     await session.post('Profiler.start');
+    turnNumber += 1;
     const before = performance.now();
-    await runTurnlog({ runtime: runtime as Runtime, sessionId, steps });
+    await runTurnlog({ runtime: runtime as Runtime, sessionId: sessionOf(), steps });
     profiled += performance.now() - before;
     const { profile } = (await session.post('Profiler.stop')) as { profile: Profile };
     accumulate(profile);

@@ -163,6 +163,33 @@ describe('the provider prompt, converted once per message', () => {
     );
   });
 
+  it("gives concurrent requests over the same messages the SDK's prompt each", async () => {
+    const model = scriptedModel(() => ({ text: 'ok' }));
+    const adapter = aiSdkAdapter(model);
+    const abortSignal = new AbortController().signal;
+    const first: ModelMessage[] = [{ role: 'user', content: 'go' }];
+    const longer: ModelMessage[] = [
+      ...first,
+      { role: 'assistant', content: [{ type: 'text', text: 'a' }] },
+    ];
+    const longest: ModelMessage[] = [...longer, { role: 'user', content: 'more' }];
+    await Promise.all(
+      [longer, longest, longer, first].map(
+        (messages) => adapter.step({ messages, tools, abortSignal }).completion,
+      ),
+    );
+    await adapter.step({ messages: longest, tools, abortSignal }).completion;
+    // Concurrent requests reach the model in any order: compare the prompts as a set.
+    const expected: string[] = [];
+    for (const messages of [longer, longest, longer, first, longest]) {
+      const call = await sdkCall(messages, { messages, tools });
+      expected.push(JSON.stringify('sent' in call ? call.sent?.prompt : undefined));
+    }
+    const received = model.requests.map((request) => JSON.stringify(request.prompt));
+    expect(received.slice(0, 4).sort()).toEqual(expected.slice(0, 4).sort());
+    expect(received[4]).toBe(expected[4]);
+  });
+
   it('freezes what later requests share, and gives each request its own list', async () => {
     const model = scriptedModel(() => ({ text: 'ok' }));
     const adapter = aiSdkAdapter(model);
