@@ -38,10 +38,11 @@ export interface AiSdkAdapterOptions {
 
 /**
  * A {@link ModelAdapter} over any AI SDK language model. Each `step()` makes exactly one
- * provider request with the AI SDK's `experimental_streamLanguageModelCall` (one model call:
- * the SDK's prompt conversion and stream normalization, without `streamText`'s step loop and
- * retries; schema-only tools: I4), watches the model's own stream parts with a fresh tool-call
- * guard, and resolves one completion that never rejects. `capture` hashes a request from where
+ * provider request: one `doStream` call, prepared as `experimental_streamLanguageModelCall`
+ * prepares it, with the SDK's own functions (no `streamText` step loop, no retries; schema-only
+ * tools: I4), except that the provider prompt converts only the messages the request adds
+ * (adapters/language-model-prompt.ts). A fresh tool-call guard watches the model's own stream
+ * parts, and one completion resolves that never rejects. `capture` hashes a request from where
  * the previous one left off, so it treats the messages it is given as unchanging objects.
  *
  * @example

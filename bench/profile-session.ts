@@ -55,7 +55,8 @@ function group(node: ProfileNode): string {
 async function profileLength(prior: Fact[], turns: number, mode: 'cold' | 'warm') {
   // Warm on top of 0: each turn a new session of the same runtime (the session does not grow).
   let turnNumber = 0;
-  const sessionOf = () => (prior.length === 0 && mode === 'warm' ? `fresh_${turnNumber}` : sessionId);
+  const sessionOf = () =>
+    prior.length === 0 && mode === 'warm' ? `fresh_${turnNumber}` : sessionId;
   let runtime: Runtime | undefined;
   const fresh = async () => {
     await runtime?.close();
