@@ -1,15 +1,13 @@
-import type { LanguageModelV3, LanguageModelV4, LanguageModelV4StreamPart } from '@ai-sdk/provider';
-import {
-  filterActiveTools,
-  experimental_streamLanguageModelCall as streamLanguageModelCall,
-  wrapLanguageModel,
-} from 'ai';
+import type { LanguageModelV3, LanguageModelV4 } from '@ai-sdk/provider';
+import { filterActiveTools } from 'ai';
+import { prepareToolChoice, prepareTools, resolveLanguageModel } from 'ai/internal';
 import type { ProviderFailure, RequestCapture } from '../events/facts.ts';
 import { UnsupportedModelError } from './adapter-errors.ts';
 import { createEventQueue, type EventQueue } from './event-queue.ts';
 import { finishFailure, resolveFinishReason } from './finish-reason.ts';
 import { createIdleTimeout } from './idle-timeout.ts';
-import { toAiSdkMessages, toAiSdkTools } from './message-conversion.ts';
+import { createPromptConverter } from './language-model-prompt.ts';
+import { toAiSdkTools } from './message-conversion.ts';
 import type {
   ModelAdapter,
   ModelStepCompletion,
@@ -40,10 +38,11 @@ export interface AiSdkAdapterOptions {
 
 /**
  * A {@link ModelAdapter} over any AI SDK language model. Each `step()` makes exactly one
- * provider request with the AI SDK's `experimental_streamLanguageModelCall` (one model call:
- * the SDK's prompt conversion and stream normalization, without `streamText`'s step loop and
- * retries; schema-only tools: I4), watches the model's own stream parts with a fresh tool-call
- * guard, and resolves one completion that never rejects. `capture` hashes a request from where
+ * provider request: one `doStream` call, prepared as `experimental_streamLanguageModelCall`
+ * prepares it, with the SDK's own functions (no `streamText` step loop, no retries; schema-only
+ * tools: I4), except that the provider prompt converts only the messages the request adds
+ * (adapters/language-model-prompt.ts). A fresh tool-call guard watches the model's own stream
+ * parts, and one completion resolves that never rejects. `capture` hashes a request from where
  * the previous one left off, so it treats the messages it is given as unchanging objects.
  *
  * @example
@@ -61,6 +60,9 @@ export function aiSdkAdapter(
   const provider = model.provider;
   const modelId = model.modelId;
   const hashRequest = createRequestHasher();
+  // A v3 model is seen through the SDK's v4 view of it, as the SDK's own calls see it.
+  const languageModel = resolveLanguageModel(model);
+  const toPrompt = createPromptConverter();
 
   function capture(request: Omit<ModelStepRequest, 'abortSignal'>): RequestCapture {
     // The hash identifies what is sent: the abort signal and the idle limit are not.
@@ -95,7 +97,8 @@ export function aiSdkAdapter(
         },
         events,
         completion: runStep({
-          model,
+          model: languageModel,
+          toPrompt,
           request,
           events,
           now: options.now,
@@ -108,12 +111,14 @@ export function aiSdkAdapter(
 
 async function runStep({
   model,
+  toPrompt,
   request,
   events,
   now,
   settings,
 }: {
-  model: AiSdkLanguageModel;
+  model: LanguageModelV4;
+  toPrompt: ReturnType<typeof createPromptConverter>;
   request: ModelStepRequest;
   events: EventQueue<ModelStepEvent>;
   now: (() => number) | undefined;
@@ -126,33 +131,6 @@ async function runStep({
     for (const recorder of recorders) recorder.aborted();
   };
   abortSignal.addEventListener('abort', onAbort, { once: true });
-  // One recorder (and so one guard) per physical request: concurrent steps never share one.
-  const observedModel = wrapLanguageModel({
-    model,
-    middleware: {
-      specificationVersion: 'v4',
-      async wrapStream({ doStream }) {
-        const recorder = createStreamRecorder({ maxOutputTokens: request.maxOutputTokens });
-        recorders.push(recorder);
-        if (abortSignal.aborted) recorder.aborted();
-        try {
-          const result = await doStream();
-          const touched = new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>(
-            {
-              transform(part, controller) {
-                idle.touch();
-                controller.enqueue(part);
-              },
-            },
-          );
-          return { ...result, stream: recorder.observe(result.stream).pipeThrough(touched) };
-        } catch (error) {
-          recorder.requestFailed(error);
-          throw error;
-        }
-      },
-    },
-  });
 
   let sdkError: { error: unknown } | undefined;
   try {
@@ -160,28 +138,55 @@ async function runStep({
     /** Calls of tools the provider runs itself: their input streams, marked as theirs. */
     const providerExecuted = new Set<string>();
     const { headers, ...sampling } = settings ?? {};
-    // One model call: no loop, no retries (I4), errors thrown or streamed as data.
-    const { stream } = await streamLanguageModelCall({
-      ...sampling,
-      ...(headers === undefined ? {} : { headers }),
-      model: observedModel,
-      instructions: request.system,
-      messages: toAiSdkMessages(request.messages),
-      allowSystemInMessages: true,
+    // What experimental_streamLanguageModelCall does before its one doStream call, with the
+    // SDK's own functions; the prompt converts only the messages this request adds.
+    const prompt = await toPrompt({
+      system: request.system,
+      messages: request.messages,
+      target: {
+        supportedUrls: await model.supportedUrls,
+        provider: model.provider.split('.')[0] as string,
+      },
+      abortSignal,
+    });
+    const tools = await prepareTools({
       tools: filterActiveTools({
         tools: toAiSdkTools(request.tools),
         activeTools: request.activeTools,
       }),
-      maxOutputTokens: request.maxOutputTokens,
-      providerOptions: request.providerOptions,
-      abortSignal,
     });
-    // `if` rather than a switch: only these SDK parts matter, and the union grows over versions.
+    // One recorder (and so one guard) per physical request: concurrent steps never share one.
+    const recorder = createStreamRecorder({ maxOutputTokens: request.maxOutputTokens });
+    recorders.push(recorder);
+    if (abortSignal.aborted) recorder.aborted();
+    let result: Awaited<ReturnType<LanguageModelV4['doStream']>>;
+    try {
+      // One model call: no loop, no retries (I4), errors thrown or streamed as data.
+      result = await model.doStream({
+        ...sampling,
+        maxOutputTokens: request.maxOutputTokens,
+        tools,
+        toolChoice: prepareToolChoice({ toolChoice: undefined }),
+        responseFormat: undefined,
+        prompt,
+        providerOptions: request.providerOptions,
+        abortSignal,
+        headers,
+        includeRawChunks: undefined,
+      });
+    } catch (error) {
+      recorder.requestFailed(error);
+      throw error;
+    }
+    // The guard reads the model's own stream parts; the adapter reads the same parts after it.
+    const stream = recorder.observe(result.stream);
+    // `if` rather than a switch: only these parts matter, and the union grows over versions.
     for await (const part of stream) {
-      if (part.type === 'text-delta' && part.text.length > 0) {
-        events.push({ type: 'text.delta', text: part.text });
-      } else if (part.type === 'reasoning-delta' && part.text.length > 0) {
-        events.push({ type: 'reasoning.delta', text: part.text });
+      idle.touch();
+      if (part.type === 'text-delta' && part.delta.length > 0) {
+        events.push({ type: 'text.delta', text: part.delta });
+      } else if (part.type === 'reasoning-delta' && part.delta.length > 0) {
+        events.push({ type: 'reasoning.delta', text: part.delta });
       } else if (part.type === 'tool-input-start') {
         toolNames.set(part.id, part.toolName);
         if (part.providerExecuted === true) providerExecuted.add(part.id);

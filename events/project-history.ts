@@ -45,10 +45,13 @@ export interface HistoryProjection {
 }
 
 /**
- * A `projectHistory` that keeps the previous projection of a session's log, keyed by the facts
- * array and how far it was read, and adds only the facts appended since: a step costs the same on
- * top of 10,000 facts as on top of 10. Anything unexpected projects the log again in full: another
- * provider, an array that no longer starts with the facts read (a copy, a different session), a
+ * A `projectHistory` that keeps the previous projection of a session's log and adds only the
+ * facts appended since: a step costs the same on top of 10,000 facts as on top of 10. It goes on
+ * from where it stopped when the facts array is the one it read (then the last fact read is
+ * checked) or another array that starts with the very fact objects it read, in the same places
+ * (a copy of the log, made by the next run of the session: pointer comparisons, no fact is
+ * read). Anything unexpected projects the log again in full: another provider, an array that does
+ * not start with the facts read (facts read again from a store, a different session), a
  * compaction, a fact placed where another already is.
  *
  * @example
@@ -56,27 +59,36 @@ export interface HistoryProjection {
  * const messages = history.project(driver.facts, { provider: adapter.provider });
  */
 export function createHistoryProjection(): HistoryProjection {
-  let read: { facts: readonly Fact[]; count: number; last: Fact | undefined } | undefined;
+  /** The array read last, and the facts read so far (the projection's own list of them). */
+  let array: readonly Fact[] | undefined;
+  let read: Fact[] = [];
   let history: HistoryFold | undefined;
   return {
     project(facts, { provider }) {
-      if (
-        history === undefined ||
-        history.provider !== provider ||
-        read?.facts !== facts ||
-        facts.length < read.count ||
-        (read.count > 0 && facts[read.count - 1] !== read.last)
-      ) {
+      if (history === undefined || history.provider !== provider || !continues(facts)) {
         history = new HistoryFold(provider);
-        read = { facts, count: 0, last: undefined };
+        read = [];
       }
-      for (; read.count < facts.length; read.count += 1) {
-        read.last = facts[read.count] as Fact;
-        history.add(read.last);
+      array = facts;
+      for (let index = read.length; index < facts.length; index += 1) {
+        const fact = facts[index] as Fact;
+        read.push(fact);
+        history.add(fact);
       }
       return history.messages();
     },
   };
+
+  /** Whether `facts` starts with the very facts read so far (the same objects, in order). */
+  function continues(facts: readonly Fact[]): boolean {
+    if (facts.length < read.length) return false;
+    // The array read last, grown at its end: its last fact read is still in its place.
+    if (facts === array) return read.length === 0 || facts[read.length - 1] === read.at(-1);
+    for (let index = read.length - 1; index >= 0; index -= 1) {
+      if (facts[index] !== read[index]) return false;
+    }
+    return true;
+  }
 }
 
 /** A piece of history and where the log puts it. */

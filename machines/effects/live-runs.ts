@@ -2,7 +2,6 @@ import type { InspectionEvent, Observer } from 'xstate';
 import type { ModelAdapter } from '../../adapters/model-adapter.ts';
 import type { Fact, RunLimits } from '../../events/facts.ts';
 import type { IdGenerator } from '../../events/ids.ts';
-import { createHistoryProjection } from '../../events/project-history.ts';
 import { DamagedSessionError } from '../../runtime-errors.ts';
 import type { EventStore, StoreFinding } from '../../store/event-store.ts';
 import type { InboxItem } from '../../store/run-inbox.ts';
@@ -20,6 +19,7 @@ import { provideRunEffects, type RunLifecycle } from './run-actors.ts';
 import { createRunDriver, type RunDriver } from './run-driver.ts';
 import { isRefusal } from './run-requests.ts';
 import type { RunServices } from './run-services.ts';
+import { createSessionCache } from './session-cache.ts';
 import { createSessionLocks } from './session-locks.ts';
 import {
   createTurnChannel,
@@ -196,6 +196,8 @@ export function createLiveRuns(options: LiveRunsOptions) {
   // With a worker, per run: its inbox while driven here; its handle's store subscription while not.
   const inboxes = new Map<string, () => void>();
   const followers = new Map<string, () => void>();
+  // Sessions whose last run ended: their log and history, for the session's next run.
+  const endedSessions = createSessionCache();
 
   /** A new handle for a run; the runtime keeps only its sink. */
   function newHandle(ids: RunIds, seen: readonly TurnEvent[] = []): TurnHandle {
@@ -227,6 +229,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
       for (const fact of runFactsSince(facts, ids.runId, sink.seenUpTo)) sink.push(fact);
     }
     let driver!: RunDriver;
+    const history = endedSessions.history(ids.sessionId);
     runServices.set(ids.runId, {
       adapter: options.adapter,
       ...options.tools.forRun(ids.runId),
@@ -234,7 +237,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
       limits,
       store,
       facts: () => driver.facts(),
-      history: createHistoryProjection(),
+      history,
       commit: (draft, prepared) => driver.commit(draft, prepared),
       commitAll: (drafts) => driver.commitAll(drafts),
       signal: controller.signal,
@@ -260,9 +263,11 @@ export function createLiveRuns(options: LiveRunsOptions) {
     driver.ended.then(
       () => {
         sink.end(turnResult(driver.facts(), ids.runId));
+        endedSessions.keep(ids.sessionId, driver.facts(), history);
         forget(ids, driver);
       },
       (error) => {
+        endedSessions.drop(ids.sessionId);
         if (worker !== undefined && LeaseLostError.isInstance(error)) return lose(ids, driver);
         sink.fail(error);
         forget(ids, driver);
@@ -535,13 +540,18 @@ export function createLiveRuns(options: LiveRunsOptions) {
     },
 
     /**
-     * The session's facts: the live run's copy, else the store's. With a worker, always the
-     * store's: a driver here may have lost its lease without knowing it yet (a pause), and its
-     * copy may lag what the run's new driver appended.
+     * The session's facts: the live run's copy, else the cached log of its ended run and the
+     * store's facts since, else the store's. With a worker, never a live driver's copy: a driver
+     * here may have lost its lease without knowing it yet (a pause), and its copy may lag what
+     * the run's new driver appended.
      */
     async facts(sessionId: string): Promise<readonly Fact[]> {
       const running = worker === undefined ? live.get(sessionId) : undefined;
-      return running?.driver.facts() ?? (await store.read(sessionId));
+      return (
+        running?.driver.facts() ??
+        (await endedSessions.facts(store, sessionId)) ??
+        (await store.read(sessionId))
+      );
     },
 
     /**

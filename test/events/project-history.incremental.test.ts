@@ -123,6 +123,39 @@ describe('createHistoryProjection', () => {
     );
   });
 
+  it('equals the full projection when the log is handed on in copies, read again, or cut', () => {
+    // The next run of a session gets a copy of the log (the same fact objects): the projection
+    // goes on from where it stopped. Facts read again from a store are other objects, and a
+    // shorter log is another log: both are projected from the start. All equal the full one.
+    const how = fc.constantFrom('grow', 'copy', 'reread', 'cut', 'provider');
+    fc.assert(
+      fc.property(
+        wellFormedLog,
+        fc.array(fc.tuple(how, fc.integer({ min: 1, max: 9 }))),
+        (facts, moves) => {
+          const history = createHistoryProjection();
+          let grown: Fact[] = [];
+          let next = 0;
+          let provider = 'a.chat';
+          for (const [move, stride] of [...moves, ['grow', facts.length] as const]) {
+            if (move === 'copy') grown = [...grown];
+            else if (move === 'reread') grown = structuredClone(grown);
+            else if (move === 'cut') {
+              next = Math.max(0, next - stride);
+              grown = grown.slice(0, next);
+            } else if (move === 'provider') provider = provider === 'a.chat' ? 'b.chat' : 'a.chat';
+            grown.push(...facts.slice(next, next + stride));
+            next = Math.min(facts.length, next + stride);
+            expect(history.project(grown, { provider })).toStrictEqual(
+              fullProjection(grown, provider),
+            );
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   for (const { name, facts } of sampleLogs()) {
     it(`equals the full projection at every prefix of the sample log ${name}`, () => {
       const history = createHistoryProjection();
@@ -153,6 +186,21 @@ describe('createHistoryProjection', () => {
     expect(history.project(log.facts, { provider: 'a.chat' })).toStrictEqual([
       { role: 'user', content: 'first question' },
     ]);
+  });
+
+  it("goes on from a copy that starts with the facts it read (the next run's log), not from facts read again", () => {
+    const log = logBuilder();
+    log.startRun('first question');
+    const history = createHistoryProjection();
+    const [question] = history.project([...log.facts], { provider: 'a.chat' });
+    log.startRun('second question');
+    const copy = [...log.facts];
+    const kept = history.project(copy, { provider: 'a.chat' });
+    expect(kept[0]).toBe(question);
+    expect(kept).toHaveLength(2);
+    const reread = history.project(structuredClone(copy), { provider: 'a.chat' });
+    expect(reread).toStrictEqual(kept);
+    expect(reread[0]).not.toBe(question);
   });
 
   it('places steering that arrived during a step after the step, whose results come later', () => {
