@@ -118,6 +118,8 @@ interface ThroughputSample {
   /** The kernel's part of `workerCpuPerStep`. */
   workerSystemPerStep: number;
   serverCpuPerStep: number;
+  /** The kernel's part of `serverCpuPerStep` (the backends only). */
+  serverSystemPerStep: number;
   backgroundCpuPerStep: number;
   busyCores: number;
   callsPerStep: Record<string, number>;
@@ -135,6 +137,8 @@ export interface ThroughputRow extends WorkerConfig {
   /** The kernel's part of `workerCpuPerStep`. */
   workerSystemPerStep: number;
   serverCpuPerStep: number;
+  /** The kernel's part of `serverCpuPerStep` (the backends only). */
+  serverSystemPerStep: number;
   backgroundCpuPerStep: number;
   busyCores: number;
   callsPerStep: Record<string, number>;
@@ -144,12 +148,12 @@ export interface ThroughputRow extends WorkerConfig {
 
 const throughputSchema = 'turnlog_bench_workers';
 
-/** CPU ticks (user + system) of a process, from /proc; 0 when it is gone. */
-async function processTicks(pid: number): Promise<number> {
+/** CPU ticks of a process (user + system, and system), from /proc; 0 when it is gone. */
+async function processTicks(pid: number): Promise<{ total: number; system: number }> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  if (stat === undefined) return 0;
+  if (stat === undefined) return { total: 0, system: 0 };
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
+  return { total: Number(fields[11]) + Number(fields[12]), system: Number(fields[12]) };
 }
 
 /** Busy and total jiffies of the whole machine (all cores), from /proc/stat. */
@@ -174,11 +178,13 @@ async function serverSample(monitor: pg.Pool) {
     `SELECT pid, backend_type, application_name LIKE 'turnlog_bench_w%' AS mine
        FROM pg_stat_activity WHERE pid <> pg_backend_pid()`,
   );
-  const backends = new Map<number, number>();
+  const backends = new Map<number, { total: number; system: number }>();
   let background = 0;
   for (const row of activity.rows) {
     if (row.mine) backends.set(row.pid, await processTicks(row.pid));
-    else if (row.backend_type !== 'client backend') background += await processTicks(row.pid);
+    else if (row.backend_type !== 'client backend') {
+      background += (await processTicks(row.pid)).total;
+    }
   }
   const xacts = await monitor.query<{ xacts: string }>(
     'SELECT xact_commit + xact_rollback AS xacts FROM pg_stat_database WHERE datname = current_database()',
@@ -227,8 +233,11 @@ async function measureThroughput(
     if (steps === 0)
       throw new Error(`workers ${config.workers}×${config.inFlight}: no step in the window`);
     let serverTicks = 0;
-    for (const [pid, ticks] of after.backends)
-      serverTicks += ticks - (before.backends.get(pid) ?? 0);
+    let serverSystemTicks = 0;
+    for (const [pid, ticks] of after.backends) {
+      serverTicks += ticks.total - (before.backends.get(pid)?.total ?? 0);
+      serverSystemTicks += ticks.system - (before.backends.get(pid)?.system ?? 0);
+    }
     const calls: Record<string, number> = {};
     for (const result of results) {
       for (const [name, count] of Object.entries(result.calls))
@@ -244,6 +253,7 @@ async function measureThroughput(
       workerCpuPerStep: results.reduce((sum, result) => sum + result.cpuMs, 0) / steps,
       workerSystemPerStep: results.reduce((sum, result) => sum + result.systemMs, 0) / steps,
       serverCpuPerStep: ticksToMs(serverTicks) / steps,
+      serverSystemPerStep: ticksToMs(serverSystemTicks) / steps,
       backgroundCpuPerStep: ticksToMs(after.background - before.background) / steps,
       // Jiffies of all cores over the window's jiffies per core.
       busyCores: ((after.machine.busy - before.machine.busy) / windowTicks) * (await coreCount()),
@@ -313,6 +323,7 @@ export async function benchWorkerThroughput(
       workerCpuPerStep: of((sample) => sample.workerCpuPerStep),
       workerSystemPerStep: of((sample) => sample.workerSystemPerStep),
       serverCpuPerStep: of((sample) => sample.serverCpuPerStep),
+      serverSystemPerStep: of((sample) => sample.serverSystemPerStep),
       backgroundCpuPerStep: of((sample) => sample.backgroundCpuPerStep),
       busyCores: of((sample) => sample.busyCores),
       callsPerStep: Object.fromEntries(
@@ -365,7 +376,7 @@ export function throughputTable(
         `${(row.stepsPerSecond / base).toFixed(2)}×`,
         formatMs(row.stepMs),
         `${formatMs(row.workerCpuPerStep)} (kernel ${formatMs(row.workerSystemPerStep)})`,
-        formatMs(row.serverCpuPerStep + row.backgroundCpuPerStep),
+        `${formatMs(row.serverCpuPerStep + row.backgroundCpuPerStep)} (kernel ${formatMs(row.serverSystemPerStep)})`,
         formatMs(row.workerCpuPerStep + row.serverCpuPerStep + row.backgroundCpuPerStep),
         cores(row),
         `${appends.toFixed(2)} / ${reads.toFixed(2)} / ${other.toFixed(2)}`,
