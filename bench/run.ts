@@ -1,6 +1,7 @@
 // Runs every benchmark and prints one markdown table per benchmark (npm run bench).
 // Pick some by name: npm run bench -- overhead log-size
-// Names: adapter, store, overhead, postgres-store, session-length, log-size, rehydration, parked-memory.
+// Names: adapter, store, overhead, postgres-store, workers, session-length, log-size, rehydration,
+// parked-memory.
 import { loadavg } from 'node:os';
 import { adapterTable, benchAdapter } from './adapter.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
@@ -12,8 +13,9 @@ import { benchRehydration, rehydrationTable } from './rehydration.ts';
 import { benchSessionLength, sessionLengthTable } from './session-length.ts';
 import { benchStore } from './store.ts';
 import { type BenchTable, formatMs, formatTable } from './table.ts';
+import { workersTables } from './workers.ts';
 
-const benchmarks: Record<string, () => Promise<BenchTable>> = {
+const benchmarks: Record<string, () => Promise<BenchTable | BenchTable[]>> = {
   adapter: async () => adapterTable(await benchAdapter()),
   async store() {
     const rows = await benchStore();
@@ -29,6 +31,8 @@ const benchmarks: Record<string, () => Promise<BenchTable>> = {
   },
   overhead: async () => overheadTable(await benchOverhead()),
   'postgres-store': async () => postgresStoreTable(await benchPostgresStore()),
+  // Steps per second with 1, 2 and 4 worker processes; a dead worker's run moving on.
+  workers: () => workersTables(),
   'session-length': async () => sessionLengthTable(await benchSessionLength()),
   'log-size': async () => logSizeTable(await benchLogSize()),
   rehydration: async () => rehydrationTable(await benchRehydration()),
@@ -55,8 +59,10 @@ const load = () =>
 console.log(`- load average at start (1, 5, 15 min): ${load()}`);
 for (const name of requested.length > 0 ? requested : Object.keys(benchmarks)) {
   const started = performance.now();
-  const table = await (benchmarks[name] as () => Promise<BenchTable>)();
-  console.log(`\n${formatTable(table)}`);
+  const result = await (benchmarks[name] as () => Promise<BenchTable | BenchTable[]>)();
+  for (const table of Array.isArray(result) ? result : [result]) {
+    console.log(`\n${formatTable(table)}`);
+  }
   console.log(
     `\n(${name}: ${((performance.now() - started) / 1000).toFixed(1)} s; load average after: ${load()})`,
   );
