@@ -442,6 +442,7 @@ export async function runWorkersCampaign(
       });
   };
 
+  let closing = false;
   const decide = (session: SessionState, callId: string, kind: string, driver?: string) => {
     const worker = someWorker(driver);
     if (worker === undefined) return;
@@ -463,7 +464,13 @@ export async function runWorkersCampaign(
         countError(`decide:${result.error}`);
         // A repeat, or an attempt a later one superseded (its worker was paused, and ran it late).
         const retry = previous !== undefined || session.decided.get(key) !== entry;
-        if (!(retry && expectedErrors.has(result.error ?? '')) && result.error !== 'exited') {
+        // A request still waiting when the end closes its worker is refused by the close.
+        const closedAtEnd = closing && result.error === 'RuntimeClosedError';
+        if (
+          !(retry && expectedErrors.has(result.error ?? '')) &&
+          result.error !== 'exited' &&
+          !closedAtEnd
+        ) {
           violations.push(
             `decide ${chosen} ${session.sessionId}/${callId} on ${worker.workerId}: ${result.error} ${result.message}`,
           );
@@ -576,6 +583,7 @@ export async function runWorkersCampaign(
       }
     }
   }
+  closing = true;
   await Promise.all(
     survivors.map(async (worker) => {
       const closed = worker.command({ op: 'close' });
