@@ -12,6 +12,7 @@ export const sampleLogNames = [
   'recovered-tool',
   'retry-429',
   'stop',
+  'workers',
 ] as const;
 
 export type SampleLogName = (typeof sampleLogNames)[number];
