@@ -80,7 +80,7 @@ const responses: readonly ScriptedResponse[] = [
 ];
 
 /** Call ids that already have a tool result in the prompt. */
-function answeredCalls(prompt: LanguageModelV4CallOptions['prompt']): Set<string> {
+export function answeredCalls(prompt: LanguageModelV4CallOptions['prompt']): Set<string> {
   const answered = new Set<string>();
   for (const message of prompt) {
     if (message.role !== 'tool') continue;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fact } from '../../events/facts.ts';
-import { draft, logBuilder } from '../events/log-builder.ts';
 import { testSchema } from '../helpers/postgres.ts';
 import { storeFacts } from '../store/store-facts.ts';
+import { toolRun } from './tool-run.ts';
 import {
   executorViolations,
   type LeaseGrant,
@@ -13,27 +13,6 @@ import {
 } from './workers-invariants.ts';
 
 /** The workers campaign trusts these checks to see a violation: each one is shown one. */
-
-/** A whole run (12 facts) whose step s1 called c1 and c2, c1 started at seq 6, c2 at seq 7. */
-function toolRun(): Fact[] {
-  const log = logBuilder();
-  log.startRun('go');
-  log.add(draft.stepStarted('s1'), 'requesting.streaming');
-  log.add(
-    draft.stepCompleted('s1', { calls: [draft.call('c1'), draft.call('c2')] }),
-    'settlingTools.deciding',
-  );
-  log.add(draft.allowed('c1'), 'settlingTools.deciding');
-  log.add(draft.allowed('c2'), 'settlingTools.running');
-  log.add(draft.started('c1'), 'settlingTools.running');
-  log.add(draft.started('c2'), 'settlingTools.running');
-  log.add(draft.settled('c1', 'one'), 'settlingTools.running');
-  log.add(draft.settled('c2', 'two'), 'projecting');
-  log.add(draft.stepStarted('s2'), 'requesting.streaming');
-  log.add(draft.stepCompleted('s2', { content: [{ type: 'text', text: 'Done.' }] }), 'terminal');
-  log.add(draft.ended(), 'terminal');
-  return log.facts;
-}
 
 /**
  * The run driven by w1 under epoch 1 up to seq 7, then (w1 paused, its lease expired) taken over

@@ -7,6 +7,7 @@ import type {
 import { z } from 'zod';
 import { type ScriptedResponse, scriptedModel } from '../../adapters/scripted-model.ts';
 import { defineTool } from '../../tools/define-tool.ts';
+import { answeredCalls } from './crash-scenario.ts';
 
 /**
  * The workers campaign's conversation, one run per session, a pure function of the request (which
@@ -55,16 +56,6 @@ function runOf(prompt: LanguageModelV4CallOptions['prompt']): {
     }
   }
   return { sessionId: '?', variant: 'plain' };
-}
-
-function answeredCalls(prompt: LanguageModelV4CallOptions['prompt']): Set<string> {
-  const answered = new Set<string>();
-  for (const message of prompt) {
-    if (message.role !== 'tool') continue;
-    for (const part of message.content)
-      if (part.type === 'tool-result') answered.add(part.toolCallId);
-  }
-  return answered;
 }
 
 /** The calls of each tool step of a variant. */
