@@ -86,7 +86,7 @@ export interface RuntimeOptions<TTools extends RuntimeTools = RuntimeTools> {
    * run only under a lease, takes over the runs of workers that died, and hands requests for runs
    * driven elsewhere to their driver (README, "Running many workers"). `id` defaults to a random
    * id (unique per runtime; a restarted worker may reuse one), `leaseMs` to 15 s: a dead worker's
-   * runs move on between about 0.67 and 1.25 × `leaseMs` after its death.
+   * runs move on about 0.7–1.3 × `leaseMs` after its death (README, "Dead workers").
    */
   worker?: WorkerOptions;
 }

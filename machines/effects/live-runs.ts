@@ -286,17 +286,8 @@ export function createLiveRuns(options: LiveRunsOptions) {
   /** The lease this worker holds on a run it is about to drive. */
   function leaseToken(ids: RunIds) {
     const lease = worker?.leases.held(ids.runId);
-    if (worker === undefined || lease === undefined) {
-      // Lost since it was taken (a renewal came too late): somebody else's to drive now.
-      throw new LeaseLostError({
-        message: `worker ${worker?.leases.workerId} lost run ${ids.runId}'s lease before it could drive it`,
-        sessionId: ids.sessionId,
-        runId: ids.runId,
-        workerId: worker?.leases.workerId ?? '',
-        epoch: 0,
-        current: undefined,
-      });
-    }
+    // Lost since it was taken (a renewal came too late): somebody else's to drive now.
+    if (worker === undefined || lease === undefined) throw lostLease(ids, undefined);
     return { workerId: worker.leases.workerId, leaseEpoch: lease.epoch };
   }
 
