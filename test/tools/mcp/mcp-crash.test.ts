@@ -8,8 +8,12 @@ import { compileCache, readRecords, tempDir } from './mcp-servers.ts';
 
 const childFile = fileURLToPath(new URL('./mcp-agent-child.ts', import.meta.url));
 
-/** Runs the agent child; `killWhen` resolving SIGKILLs it. Resolves with its output and end. */
-function runAgent(options: object, killWhen?: Promise<unknown>) {
+/**
+ * Runs the agent child; `killWhen` resolving SIGKILLs it, once its output also holds
+ * `killAfterLine` (the child prints each fact after the runtime hands it over, which on a busy
+ * machine can come after the tool's effect began). Resolves with its output and end.
+ */
+function runAgent(options: object, killWhen?: Promise<unknown>, killAfterLine?: string) {
   const child = spawn(process.execPath, [childFile, JSON.stringify({ ...options, compileCache })], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, NODE_COMPILE_CACHE: compileCache },
@@ -22,7 +26,13 @@ function runAgent(options: object, killWhen?: Promise<unknown>) {
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk;
   });
-  killWhen?.then(() => child.kill('SIGKILL'));
+  killWhen?.then(async () => {
+    while (killAfterLine !== undefined && !stdout.includes(killAfterLine)) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    child.kill('SIGKILL');
+  });
   return new Promise<{
     stdout: string;
     stderr: string;
@@ -41,6 +51,7 @@ describe('an MCP call when the agent process is SIGKILLed mid-call', () => {
     const first = await runAgent(
       { ...options, mode: 'start' },
       waitForRecord(sideFile, (record) => record.handler === 'slow_write'),
+      'fact tool.started call_1\n',
     );
     expect(first.signal).toBe('SIGKILL');
     expect(first.stdout).toContain('fact tool.started call_1\n');
