@@ -275,6 +275,42 @@ describe('workers on one postgresStore', () => {
     expect(work.executions).toEqual(['j1']);
   });
 
+  it('keeps serving its other runs after losing one, whose handle follows it on the new driver', async () => {
+    const work = workTool();
+    const release = work.hold();
+    const a = worker('a', work.tool, { leaseMs: 600 });
+    const lost = await a.send({ sessionId: 's1', text: 'go' });
+    const kept = await a.send({ sessionId: 's2', text: 'go' });
+    await until(lost, isFactOf('tool.started'));
+    await until(kept, isFactOf('tool.started'));
+    // s1's lease runs out by the database's clock (as if a renewal had come too late).
+    const admin = database.pool();
+    await admin.query(
+      `UPDATE "${database.schema}".leases SET expires_at = clock_timestamp() - interval '1 second' WHERE session_id = 's1'`,
+    );
+    await admin.end();
+    const b = worker('b', work.tool, { leaseMs: 600 });
+    const reader = database.open();
+    await expect
+      .poll(async () => (await reader.read('s1')).some((fact) => fact.type === 'run.recovered'), {
+        timeout: 10_000,
+      })
+      .toBe(true);
+    release();
+    expect(await kept.done).toMatchObject({ status: 'completed', text: 'All done.' });
+    expect(writers(await reader.read('s2'))).toEqual(['a/1']);
+    await b.decide({ sessionId: 's1', callId: 'call_w', decision: 'report-unknown' });
+    expect(await lost.done).toMatchObject({ status: 'completed', text: 'All done.' });
+    const facts = await reader.read('s1');
+    // Taken over under epoch 2 by b, or by a's own scan (a lapsed lease is anyone's): either
+    // way nothing of epoch 1 came after the takeover, and a's late result was refused.
+    const takeover = facts.findIndex((fact) => (fact.leaseEpoch ?? 0) > 1);
+    expect(writers(facts.slice(0, takeover))).toEqual(['a/1']);
+    expect(facts.slice(takeover).filter((fact) => fact.leaseEpoch === 1)).toEqual([]);
+    expect(facts.find((fact) => fact.type === 'tool.indeterminate')?.leaseEpoch).toBe(2);
+    expect(work.executions).toEqual(['j1', 'j1']);
+  });
+
   it('recover() leaves a run another worker leases alone, and close() hands runs over at once', async () => {
     const work = workTool();
     const release = work.hold();
