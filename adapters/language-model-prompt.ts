@@ -77,30 +77,31 @@ export function createPromptConverter(): (request: {
       last = { messages: [], prompt: [] };
     }
     const from = last.messages.length;
+    const tail: ModelMessage[] = [];
+    for (let index = from; index < messages.length; index += 1) {
+      tail.push(messages[index] as ModelMessage);
+    }
+    const added = tail.map(toAiSdkMessage);
     if (from === 0) {
       // A list converted from its start: the SDK's own checks of the whole prompt (an empty
       // list is an error), as it makes them. A list that goes on from one converted passed them.
       await standardizePrompt({
         instructions: system,
-        messages: toAiSdkMessages(messages),
+        messages: added,
         allowSystemInMessages: true,
       });
       converted.set(first as ModelMessage, last);
     }
     const instructions = system === undefined ? [] : await convert(system, [], request);
     // The cached lists grow in place; each request gets its own copy below.
-    if (from < messages.length) {
-      const tail: ModelMessage[] = [];
-      for (let index = from; index < messages.length; index += 1) {
-        tail.push(messages[index] as ModelMessage);
-      }
-      const added = await convert(undefined, tail.map(toAiSdkMessage), request);
+    if (tail.length > 0) {
+      const prompt = await convert(undefined, added, request);
       if (converted.get(first as ModelMessage) !== last || last.messages.length !== from) {
         // A concurrent request changed the cache meanwhile: this one converts its whole list.
         return convert(system, toAiSdkMessages(messages), request);
       }
       for (const message of tail) last.messages.push(message);
-      for (const message of added) last.prompt.push(deepFreeze(message));
+      for (const message of prompt) last.prompt.push(deepFreeze(message));
     }
     const prompt = last.prompt;
     return instructions.length === 0 ? prompt.slice() : instructions.concat(prompt);
