@@ -1,7 +1,7 @@
 import type { LanguageModelV4Message, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { convertToLanguageModelPrompt, standardizePrompt } from 'ai/internal';
 import type { ModelMessage } from '../events/messages.ts';
-import { toAiSdkMessages } from './message-conversion.ts';
+import { toAiSdkMessage, toAiSdkMessages } from './message-conversion.ts';
 import { samePrefixLength } from './same-prefix.ts';
 
 /** What one model's prompt needs from it: the URLs it reads itself, its provider's name. */
@@ -60,15 +60,6 @@ export function createPromptConverter(): (request: {
 
   return async (request) => {
     const { system, messages } = request;
-    const aiSdkMessages = toAiSdkMessages(messages);
-    // The SDK's own checks of a prompt (an empty list is an error), as it makes them.
-    await standardizePrompt({
-      instructions: system,
-      messages: aiSdkMessages,
-      allowSystemInMessages: true,
-    });
-    const instructions = system === undefined ? [] : await convert(system, [], request);
-    const first = messages[0] as ModelMessage;
     if (
       target === undefined ||
       target.provider !== request.target.provider ||
@@ -77,24 +68,40 @@ export function createPromptConverter(): (request: {
       target = request.target;
       converted = new WeakMap();
     }
-    let last = converted.get(first);
+    const first = messages[0];
+    let last = first === undefined ? undefined : converted.get(first);
+    // One pointer scan of the list; only the messages after the kept ones are converted (to AI
+    // SDK messages, then to the prompt), so no step copies or converts the whole list.
     const kept = last === undefined ? 0 : samePrefixLength(messages, last.messages);
     if (last === undefined || kept < last.messages.length || messages[kept]?.role === 'tool') {
       last = { messages: [], prompt: [] };
-      converted.set(first, last);
     }
-    // The cached lists grow in place; each request gets its own copy below.
     const from = last.messages.length;
-    if (from < messages.length) {
-      const added = await convert(undefined, aiSdkMessages.slice(from), request);
-      if (converted.get(first) !== last || last.messages.length !== from) {
+    const tail: ModelMessage[] = [];
+    for (let index = from; index < messages.length; index += 1) {
+      tail.push(messages[index] as ModelMessage);
+    }
+    const added = tail.map(toAiSdkMessage);
+    if (from === 0) {
+      // A list converted from its start: the SDK's own checks of the whole prompt (an empty
+      // list is an error), as it makes them. A list that goes on from one converted passed them.
+      await standardizePrompt({
+        instructions: system,
+        messages: added,
+        allowSystemInMessages: true,
+      });
+      converted.set(first as ModelMessage, last);
+    }
+    const instructions = system === undefined ? [] : await convert(system, [], request);
+    // The cached lists grow in place; each request gets its own copy below.
+    if (tail.length > 0) {
+      const prompt = await convert(undefined, added, request);
+      if (converted.get(first as ModelMessage) !== last || last.messages.length !== from) {
         // A concurrent request changed the cache meanwhile: this one converts its whole list.
-        return convert(system, aiSdkMessages, request);
+        return convert(system, toAiSdkMessages(messages), request);
       }
-      for (let index = from; index < messages.length; index += 1) {
-        last.messages.push(messages[index] as ModelMessage);
-      }
-      for (const message of added) last.prompt.push(deepFreeze(message));
+      for (const message of tail) last.messages.push(message);
+      for (const message of prompt) last.prompt.push(deepFreeze(message));
     }
     const prompt = last.prompt;
     return instructions.length === 0 ? prompt.slice() : instructions.concat(prompt);

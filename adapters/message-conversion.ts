@@ -53,7 +53,8 @@ export function toAiSdkMessages(messages: readonly ModelMessage[]): AiSdkMessage
   return [...last.converted];
 }
 
-function toAiSdkMessage(message: ModelMessage): AiSdkMessage {
+/** One turnlog message as an AI SDK message (no cache: {@link toAiSdkMessages} keeps one). */
+export function toAiSdkMessage(message: ModelMessage): AiSdkMessage {
   switch (message.role) {
     case 'system':
       return { role: 'system', content: message.content };

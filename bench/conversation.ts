@@ -35,9 +35,29 @@ export function conversationStep(index: number, steps: number): ScriptedResponse
 
 /**
  * How many tool results the prompt carries since its last user message: the number of steps
- * this turn has completed (earlier turns of the session do not count).
+ * this turn has completed (earlier turns of the session do not count). Read from the end back
+ * to that user message, so the scripted model's own cost does not grow with the session's
+ * history; `BENCH_PROMPT_SCAN=forward` reads the whole prompt from the start instead (the model
+ * of the runs before, same answer), to measure how much of a long session's step that scan is.
  */
 export function completedSteps(prompt: LanguageModelV4Prompt): number {
+  return forwardScan ? completedStepsForward(prompt) : completedStepsBackward(prompt);
+}
+
+const forwardScan = process.env.BENCH_PROMPT_SCAN === 'forward';
+
+function completedStepsBackward(prompt: LanguageModelV4Prompt): number {
+  let results = 0;
+  for (let index = prompt.length - 1; index >= 0; index -= 1) {
+    const message = prompt[index] as LanguageModelV4Prompt[number];
+    if (message.role === 'user') break;
+    if (message.role !== 'tool') continue;
+    for (const part of message.content) if (part.type === 'tool-result') results += 1;
+  }
+  return results;
+}
+
+function completedStepsForward(prompt: LanguageModelV4Prompt): number {
   let results = 0;
   for (const message of prompt) {
     if (message.role === 'user') results = 0;

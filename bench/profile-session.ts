@@ -5,6 +5,7 @@
 // Run: npx node bench/profile-session.ts [turns=11] [mode=cold|warm]
 //   cold: each turn on a new runtime and store seeded with the prior facts (bench/session-length.ts)
 //   warm: one runtime and store per length; each turn is the next run of the same session
+// The two lengths' turns alternate (after two warm-up turns each), so neither gets a colder JIT.
 
 import { Session } from 'node:inspector/promises';
 import type { Fact } from '../events/facts.ts';
@@ -52,38 +53,31 @@ function group(node: ProfileNode): string {
   return 'web streams, promises, other Node';
 }
 
-async function profileLength(prior: Fact[], turns: number, mode: 'cold' | 'warm') {
+/** One length's runtime and turn counter; cold makes a new runtime before every turn. */
+async function lengthSide(prior: Fact[], mode: 'cold' | 'warm') {
   // Warm on top of 0: each turn a new session of the same runtime (the session does not grow).
   let turnNumber = 0;
-  const sessionOf = () =>
-    prior.length === 0 && mode === 'warm' ? `fresh_${turnNumber}` : sessionId;
   let runtime: Runtime | undefined;
   const fresh = async () => {
     await runtime?.close();
     runtime = conversationRuntime({ store: memoryStore({ facts: prior }), steps });
   };
   await fresh();
-  await runTurnlog({ runtime: runtime as Runtime, sessionId, steps }); // warm-up
-  const session = new Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.setSamplingInterval', { interval: 500 });
-  let profiled = 0;
-  for (let turn = 0; turn < turns; turn += 1) {
-    if (mode === 'cold') await fresh();
-    await session.post('Profiler.start');
+  const turn = async () => {
     turnNumber += 1;
-    const before = performance.now();
-    await runTurnlog({ runtime: runtime as Runtime, sessionId: sessionOf(), steps });
-    profiled += performance.now() - before;
-    const { profile } = (await session.post('Profiler.stop')) as { profile: Profile };
-    accumulate(profile);
-  }
-  session.disconnect();
-  await runtime?.close();
-  return profiled / (turns * steps);
+    const session = prior.length === 0 && mode === 'warm' ? `fresh_${turnNumber}` : sessionId;
+    await runTurnlog({ runtime: runtime as Runtime, sessionId: session, steps });
+  };
+  await turn(); // warm-up
+  await turn();
+  return {
+    before: async () => {
+      if (mode === 'cold') await fresh();
+    },
+    turn,
+    close: () => runtime?.close(),
+  };
 }
-
 let totals = new Map<string, number>();
 let functions = new Map<string, number>();
 function accumulate(profile: Profile) {
@@ -111,22 +105,52 @@ function accumulate(profile: Profile) {
 if (import.meta.main) {
   const turns = Number(process.argv[2] ?? 11);
   const mode = process.argv[3] === 'warm' ? 'warm' : 'cold';
+  const lengths = [0, 10_000];
+  const sides = [];
+  for (const length of lengths) {
+    const prior = length === 0 ? [] : await finishedRuns({ sessionId, steps, facts: length });
+    sides.push(await lengthSide(prior, mode));
+  }
+  // The two lengths' turns alternate, so the JIT and the heap treat both alike.
+  const profiles = lengths.map(() => ({
+    totals: new Map<string, number>(),
+    functions: new Map<string, number>(),
+    wall: 0,
+  }));
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 500 });
+  for (let turn = 0; turn < turns; turn += 1) {
+    for (const [index, side] of sides.entries()) {
+      const into = profiles[index] as (typeof profiles)[number];
+      await side.before();
+      totals = into.totals;
+      functions = into.functions;
+      await session.post('Profiler.start');
+      const before = performance.now();
+      await side.turn();
+      into.wall += performance.now() - before;
+      const { profile } = (await session.post('Profiler.stop')) as { profile: Profile };
+      accumulate(profile);
+    }
+  }
+  session.disconnect();
+  for (const side of sides) await side.close();
   const columns: Map<string, number>[] = [];
   const walls: number[] = [];
-  for (const length of [0, 10_000]) {
-    const prior = length === 0 ? [] : await finishedRuns({ sessionId, steps, facts: length });
-    totals = new Map();
-    functions = new Map();
-    walls.push(await profileLength(prior, turns, mode));
+  for (const [index, length] of lengths.entries()) {
+    const into = profiles[index] as (typeof profiles)[number];
+    walls.push(into.wall / (turns * steps));
     if (process.env.PROFILE_TOP !== undefined) {
-      const top = [...functions]
+      const top = [...into.functions]
         .sort((a, b) => b[1] - a[1])
         .slice(0, Number(process.env.PROFILE_TOP));
       console.log(`top functions on top of ${length} facts, ms per step:`);
       for (const [key, total] of top)
         console.log(`  ${(total / (turns * steps)).toFixed(3)}  ${key}`);
     }
-    columns.push(new Map([...totals].map(([name, ms]) => [name, ms / (turns * steps)])));
+    columns.push(new Map([...into.totals].map(([name, ms]) => [name, ms / (turns * steps)])));
   }
   const names = [...new Set(columns.flatMap((column) => [...column.keys()]))].filter(
     (name) => name !== '(idle)',
@@ -135,7 +159,7 @@ if (import.meta.main) {
   names.sort((left, right) => (long.get(right) ?? 0) - (long.get(left) ?? 0));
   const ms = (value: number) => `${value.toFixed(2)} ms`;
   console.log(
-    `mode ${mode}, ${turns} turns of ${steps} steps after one warm-up turn, self time per step`,
+    `mode ${mode}, ${turns} turns of ${steps} steps per length after two warm-up turns, the lengths' turns alternating, self time per step`,
   );
   console.log('| where | on top of 0 facts | on top of 10,000 | growth |');
   console.log('|---|---|---|---|');
