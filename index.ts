@@ -144,6 +144,7 @@ export {
   type Runtime,
   type RuntimeOptions,
   runtimeVersion,
+  type WorkerOptions,
 } from './runtime.ts';
 export type { EventStore, OpenRun, StoreFinding } from './store/event-store.ts';
 export { type LowdbStoreOptions, lowdbStore } from './store/lowdb-store.ts';
