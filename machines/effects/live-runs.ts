@@ -17,18 +17,12 @@ import type { TurnMachine } from '../pure/turn-machine.ts';
 import { loadRun } from './load-run.ts';
 import { provideRunEffects, type RunLifecycle } from './run-actors.ts';
 import { createRunDriver, type RunDriver } from './run-driver.ts';
+import { createRunHandles } from './run-handles.ts';
 import { isRefusal } from './run-requests.ts';
 import type { RunServices } from './run-services.ts';
 import { createSessionCache } from './session-cache.ts';
 import { createSessionLocks } from './session-locks.ts';
-import {
-  createTurnChannel,
-  type TurnEvent,
-  type TurnHandle,
-  type TurnResult,
-  type TurnSink,
-  turnResult,
-} from './turn-channel.ts';
+import { type TurnHandle, turnResult } from './turn-channel.ts';
 import { isGranted, type SharedStore, type WorkerLeases } from './worker-leases.ts';
 
 /** What `recover()` found for one unfinished run (or one session it could not read). */
@@ -108,58 +102,6 @@ export interface DrivenElsewhere {
 }
 
 /**
- * The sinks of a run's handles (a run may have several: the caller of `send()`, then of
- * `recover()`), each taking each fact once, in `seq` order: a run followed through the store and
- * then driven here (or back) may bring a fact twice.
- */
-class RunSinks {
-  // A linked list: most runs have one handle, and a parked run should cost little (bench/,
-  // parked-memory).
-  private readonly sink: TurnSink;
-  private lastSeq: number;
-  private next: RunSinks | undefined;
-
-  constructor(sink: TurnSink, seen: readonly TurnEvent[]) {
-    this.sink = sink;
-    let lastSeq = 0;
-    for (const event of seen) if ('seq' in event) lastSeq = Math.max(lastSeq, event.seq);
-    this.lastSeq = lastSeq;
-  }
-
-  add(sink: TurnSink, seen: readonly TurnEvent[]) {
-    const added = new RunSinks(sink, seen);
-    added.next = this.next;
-    this.next = added;
-  }
-
-  /** The lowest `seq` every handle has seen up to. */
-  get seenUpTo(): number {
-    return Math.min(this.lastSeq, this.next?.seenUpTo ?? Number.POSITIVE_INFINITY);
-  }
-
-  /** False when every handle had the fact already. */
-  push(event: TurnEvent): boolean {
-    let taken = false;
-    if (!('seq' in event) || event.seq > this.lastSeq) {
-      if ('seq' in event) this.lastSeq = event.seq;
-      this.sink.push(event);
-      taken = true;
-    }
-    return (this.next?.push(event) ?? false) || taken;
-  }
-
-  end(result: TurnResult) {
-    this.sink.end(result);
-    this.next?.end(result);
-  }
-
-  fail(error: unknown) {
-    this.sink.fail(error);
-    this.next?.fail(error);
-  }
-}
-
-/**
  * The runtime's session registry: the per-session lock, and the live runs, at most one per
  * session, each a run driver with its live actor and the services its actors use. A run whose
  * state is tagged `parked` is dropped and rebuilt from the log when something arrives for it;
@@ -191,43 +133,25 @@ export function createLiveRuns(options: LiveRunsOptions) {
     },
   };
   const machine = provideRunEffects(servicesOf, lifecycle, options.machine);
-  // Per unfinished run: the `done` resolvers and a weak reference to each caller's event buffer.
-  const sinks = new Map<string, RunSinks>();
-  // With a worker, per run: its inbox while driven here; its handle's store subscription while not.
+  // Per unfinished run: its handles' sinks; with a worker, they follow a run not driven here.
+  const handles = createRunHandles({
+    store,
+    follows: worker !== undefined,
+    onError: (error) => worker?.onError(error),
+  });
+  const { newHandle } = handles;
+  // With a worker, per run driven here: its inbox subscription.
   const inboxes = new Map<string, () => void>();
-  const followers = new Map<string, () => void>();
   // Sessions whose last run ended: their log and history, for the session's next run.
   const endedSessions = createSessionCache();
-
-  /** A new handle for a run; the runtime keeps only its sink. */
-  function newHandle(ids: RunIds, seen: readonly TurnEvent[] = []): TurnHandle {
-    const { handle, sink } = createTurnChannel(ids, seen);
-    const run = sinks.get(ids.runId);
-    if (run === undefined) sinks.set(ids.runId, new RunSinks(sink, seen));
-    else run.add(sink, seen);
-    return handle;
-  }
-
-  /** The sinks of a run's handles; a run rebuilt without one (its caller went away) gets one nobody reads. */
-  function sinkFor(ids: RunIds): RunSinks {
-    const existing = sinks.get(ids.runId);
-    if (existing) return existing;
-    newHandle(ids);
-    return sinks.get(ids.runId) as RunSinks;
-  }
 
   /** Wires one run's driver, services and live actor. */
   function open(ids: RunIds, facts: Fact[], limits: RunLimits): RunDriver {
     const controller = new AbortController();
-    const sink = sinkFor(ids);
     // The lease this driver works under: its epoch is fixed for the driver's life, so a driver
     // that lost the run never stamps a later epoch (this worker may take the run again).
     const token = worker === undefined ? undefined : leaseToken(ids);
-    if (worker !== undefined) {
-      stopFollowing(ids.runId);
-      // What another worker appended since the handle last saw the run.
-      for (const fact of runFactsSince(facts, ids.runId, sink.seenUpTo)) sink.push(fact);
-    }
+    const sink = handles.drivenHere(ids, facts);
     let driver!: RunDriver;
     const history = endedSessions.history(ids.sessionId);
     runServices.set(ids.runId, {
@@ -262,14 +186,14 @@ export function createLiveRuns(options: LiveRunsOptions) {
     });
     driver.ended.then(
       () => {
-        sink.end(turnResult(driver.facts(), ids.runId));
+        handles.end(ids.runId, turnResult(driver.facts(), ids.runId));
         endedSessions.keep(ids.sessionId, driver.facts(), history);
         forget(ids, driver);
       },
       (error) => {
         endedSessions.drop(ids.sessionId);
         if (worker !== undefined && LeaseLostError.isInstance(error)) return lose(ids, driver);
-        sink.fail(error);
+        handles.fail(ids.runId, error);
         forget(ids, driver);
       },
     );
@@ -320,10 +244,8 @@ export function createLiveRuns(options: LiveRunsOptions) {
     }
   }
 
-  /** The run is over (or its driver failed): the runtime keeps nothing of it. */
+  /** The run is over (or its driver failed): the runtime keeps nothing of it (its handles were told). */
   function forget(ids: RunIds, driver: RunDriver) {
-    sinks.delete(ids.runId);
-    stopFollowing(ids.runId);
     options.tools.release(ids.runId);
     // Its lease ended with run.ended, in the same write.
     drop(ids, driver, true);
@@ -338,7 +260,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
     live.get(ids.sessionId)?.controller.abort(new Error(`worker lost run ${ids.runId}'s lease`));
     options.tools.release(ids.runId);
     drop(ids, driver, true);
-    follow(ids);
+    handles.follow(ids);
   }
 
   /** A run waiting for a person holds no actor (and, with a worker, no lease): drop it; the log rebuilds it when needed. */
@@ -359,54 +281,13 @@ export function createLiveRuns(options: LiveRunsOptions) {
       driver.release();
       drop(ids, driver);
       if (worker === undefined) return;
-      follow(ids);
+      handles.follow(ids);
       await worker.leases.release(ids.runId);
     }).catch((error) => {
       // Closed meanwhile: close() releases every live run itself. A release the store did not
       // take leaves the lease to expire: another worker's takeover then recovers the parked run.
       if (!locks.closed) worker?.onError(error);
     });
-  }
-
-  /**
-   * A handle of a run not driven here follows it through the store: every fact of the run, in
-   * order, until `run.ended` resolves its `done`.
-   */
-  function follow(ids: RunIds) {
-    const sink = sinks.get(ids.runId);
-    if (worker === undefined || sink === undefined || followers.has(ids.runId)) return;
-    // Facts the subscription brings before the catch-up read is in wait behind it.
-    let waiting: Fact[] | undefined = [];
-    const take = (fact: Fact) => {
-      if (fact.runId !== ids.runId) return;
-      if (waiting !== undefined) waiting.push(fact);
-      else if (sink.push(fact) && fact.type === 'run.ended') void ended(ids, sink);
-    };
-    followers.set(ids.runId, store.subscribe(ids.sessionId, take));
-    const flush = (read: readonly Fact[]) => {
-      const later = waiting ?? [];
-      waiting = undefined;
-      for (const fact of [...read, ...later]) take(fact);
-    };
-    store.read(ids.sessionId, { fromSeq: sink.seenUpTo + 1 }).then(flush, (error) => {
-      flush([]);
-      worker.onError(error);
-    });
-  }
-
-  async function ended(ids: RunIds, sink: RunSinks) {
-    stopFollowing(ids.runId);
-    if (sinks.get(ids.runId) === sink) sinks.delete(ids.runId);
-    try {
-      sink.end(turnResult(await store.read(ids.sessionId), ids.runId));
-    } catch (error) {
-      sink.fail(error);
-    }
-  }
-
-  function stopFollowing(runId: string) {
-    followers.get(runId)?.();
-    followers.delete(runId);
   }
 
   /** A request another worker posted for a run this worker drives: do it, then settle it. */
@@ -521,7 +402,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
       } catch (error) {
         // Nothing of the run is in the log (another run.started won the session, or the store
         // refused): the runtime keeps nothing of it, and nobody is to take it over.
-        sinks.delete(ids.runId);
+        handles.discard(ids.runId);
         options.tools.release(ids.runId);
         drop(ids, driver, true);
         if (lease !== undefined) await worker?.store.releaseLease({ lease }).catch(() => false);
@@ -661,25 +542,12 @@ export function createLiveRuns(options: LiveRunsOptions) {
         run.controller.abort(closedError);
       }
       await Promise.all([...live.values()].map((run) => run.driver.drained()));
-      for (const unsubscribe of [...inboxes.values(), ...followers.values()]) unsubscribe();
+      for (const unsubscribe of inboxes.values()) unsubscribe();
       inboxes.clear();
-      followers.clear();
       await worker?.leases.close();
       live.clear();
       runServices.clear();
-      for (const sink of sinks.values()) sink.fail(closedError);
-      sinks.clear();
+      handles.close(closedError);
     },
   };
-}
-
-/** The run's facts after `seq`, read back from the end of the session's facts. */
-function runFactsSince(facts: readonly Fact[], runId: string, seq: number): Fact[] {
-  const since: Fact[] = [];
-  for (let index = facts.length - 1; index >= 0; index -= 1) {
-    const fact = facts[index] as Fact;
-    if (fact.seq <= seq) break;
-    if (fact.runId === runId) since.push(fact);
-  }
-  return since.reverse();
 }
