@@ -8,11 +8,7 @@ import type { ModelMessage } from './events/messages.ts';
 import { projectHistory } from './events/project-history.ts';
 import { type PendingDecision, projectTurn } from './events/project-turn.ts';
 import { TurnlogError } from './events/turnlog-error.ts';
-import {
-  createLiveRuns,
-  type LiveRunsWorker,
-  type RecoveredRun,
-} from './machines/effects/live-runs.ts';
+import { createLiveRuns, type RecoveredRun } from './machines/effects/live-runs.ts';
 import { defaultMaxRetryAfterMs } from './machines/effects/retry-timer-actor.ts';
 import {
   createRequestRouter,
@@ -21,12 +17,7 @@ import {
   type RunRequest,
 } from './machines/effects/run-requests.ts';
 import type { TurnHandle } from './machines/effects/turn-channel.ts';
-import {
-  createWorkerLeases,
-  defaultLeaseMs,
-  isSharedStore,
-  type WorkerLeases,
-} from './machines/effects/worker-leases.ts';
+import { createWorker, defaultLeaseMs, isSharedStore } from './machines/effects/worker-leases.ts';
 import { unfinishedRun } from './machines/pure/resume-run.ts';
 import { checkMethodArgument, checkRuntimeOptions, checkSessionId } from './runtime-arguments.ts';
 import { InvalidArgumentError, RuntimeClosedError, SessionBusyError } from './runtime-errors.ts';
@@ -138,42 +129,18 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
       argument: 'worker',
     });
   }
-  let leases: WorkerLeases | undefined;
   let runs!: ReturnType<typeof createLiveRuns>;
-  let workerRuns: LiveRunsWorker | undefined;
-  if (worker !== undefined && isSharedStore(store)) {
-    const onError = (error: unknown) => {
-      if (closing.signal.aborted) return;
-      const reason = error instanceof Error ? error.message : String(error);
-      process.emitWarning(`turnlog worker ${worker.id}: ${reason}; retried at the next tick`, {
-        code: 'TURNLOG_WORKER_ERROR',
-      });
-    };
-    leases = createWorkerLeases({
-      store,
-      workerId: worker.id,
-      leaseMs: worker.leaseMs,
-      random: options.random ?? Math.random,
-      onLost: (lease) => runs.lost(lease.sessionId, lease.runId, lease.epoch),
-      onTakenOver: (lease) => {
-        runs
-          .withSession(lease.sessionId, () => runs.recover(lease.sessionId, lease.runId))
-          .catch(onError);
-      },
-      onError,
-    });
-    workerRuns = {
-      store,
-      leases,
-      perform: (driver, item) =>
-        performRequest(driver, { kind: item.kind, input: item.input } as RunRequest, {
-          sessionId: item.sessionId,
+  const workerRuns =
+    worker !== undefined && isSharedStore(store)
+      ? createWorker({
+          store,
+          ...worker,
+          random: options.random ?? Math.random,
           generateId,
-          id: item.id,
-        }),
-      onError,
-    };
-  }
+          closed: closing.signal,
+          runs: () => runs,
+        })
+      : undefined;
   runs = createLiveRuns({
     store,
     adapter,

@@ -23,7 +23,12 @@ import type { RunServices } from './run-services.ts';
 import { createSessionCache } from './session-cache.ts';
 import { createSessionLocks } from './session-locks.ts';
 import { type TurnHandle, turnResult } from './turn-channel.ts';
-import { isGranted, type SharedStore, type WorkerLeases } from './worker-leases.ts';
+import {
+  isGranted,
+  type LeaseToken,
+  type SharedStore,
+  type WorkerLeases,
+} from './worker-leases.ts';
 
 /** What `recover()` found for one unfinished run (or one session it could not read). */
 export type RecoveredRun =
@@ -208,7 +213,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
   }
 
   /** The lease this worker holds on a run it is about to drive. */
-  function leaseToken(ids: RunIds) {
+  function leaseToken(ids: RunIds): LeaseToken {
     const lease = worker?.leases.held(ids.runId);
     // Lost since it was taken (a renewal came too late): somebody else's to drive now.
     if (worker === undefined || lease === undefined) throw lostLease(ids, undefined);
@@ -551,3 +556,6 @@ export function createLiveRuns(options: LiveRunsOptions) {
     },
   };
 }
+
+/** A runtime's live runs (`createLiveRuns`). */
+export type LiveRuns = ReturnType<typeof createLiveRuns>;

@@ -14,6 +14,7 @@ import { type HeldTransition, heldTransition, pureTransition } from '../pure/pur
 import { statePath } from '../pure/state-path.ts';
 import type { TurnInput, TurnOutcome } from '../pure/turn-context.ts';
 import type { TurnActor, TurnMachine, TurnSnapshot } from '../pure/turn-machine.ts';
+import type { LeaseToken } from './worker-leases.ts';
 
 export interface RunDriverOptions {
   store: EventStore;
@@ -41,7 +42,7 @@ export interface RunDriverOptions {
    * every fact it appends; `undefined` on a store for one process. The store refuses a fact whose
    * lease is gone (`LeaseLostError`): the driver then fails, and no later fact of it lands.
    */
-  token?: () => { workerId: string; leaseEpoch: number } | undefined;
+  token?: () => LeaseToken | undefined;
 }
 
 /** A fact an actor proposed, waiting for the next append. */

@@ -1,6 +1,9 @@
+import type { IdGenerator } from '../../events/ids.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import type { RunInbox } from '../../store/run-inbox.ts';
 import type { RunLease, RunLeaseState, RunLeases } from '../../store/run-leases.ts';
+import type { LiveRuns, LiveRunsWorker } from './live-runs.ts';
+import { performRequest, type RunRequest } from './run-requests.ts';
 
 /** A store several workers (processes) share: leases with fencing and an inbox per run. */
 export type SharedStore = EventStore & RunLeases & RunInbox;
@@ -116,12 +119,6 @@ export function createWorkerLeases(options: WorkerLeasesOptions) {
     /** The lease this worker holds on a run, if any. */
     held: (runId: string): RunLease | undefined => held.get(runId),
 
-    /** The token for a run's facts; `undefined` when this worker holds no lease on it. */
-    token(runId: string): LeaseToken | undefined {
-      const lease = held.get(runId);
-      return lease === undefined ? undefined : { workerId, leaseEpoch: lease.epoch };
-    },
-
     /**
      * Takes the run's lease when nobody drives it; a lease this worker already holds is kept.
      * Otherwise the live lease that stands in the way.
@@ -167,4 +164,52 @@ export type WorkerLeases = ReturnType<typeof createWorkerLeases>;
 /** True when `value` is a granted lease rather than the state of someone else's. */
 export function isGranted(value: RunLease | RunLeaseState): value is RunLease {
   return !('live' in value);
+}
+
+/**
+ * A runtime's worker on a shared store: its leases, wired to the live runs (`runs`, read when a
+ * lease event comes: the live runs are built with this worker), and how it performs a request
+ * from a run's inbox. A renewal, scan or takeover that fails is a process warning
+ * (`TURNLOG_WORKER_ERROR`), retried at the next tick, and silent once the runtime closes.
+ */
+export function createWorker(options: {
+  store: SharedStore;
+  id: string;
+  leaseMs: number;
+  random: () => number;
+  generateId: IdGenerator;
+  closed: AbortSignal;
+  runs: () => LiveRuns;
+}): LiveRunsWorker {
+  const { store, generateId } = options;
+  const onError = (error: unknown) => {
+    if (options.closed.aborted) return;
+    const reason = error instanceof Error ? error.message : String(error);
+    process.emitWarning(`turnlog worker ${options.id}: ${reason}; retried at the next tick`, {
+      code: 'TURNLOG_WORKER_ERROR',
+    });
+  };
+  const leases = createWorkerLeases({
+    store,
+    workerId: options.id,
+    leaseMs: options.leaseMs,
+    random: options.random,
+    onLost: (lease) => options.runs().lost(lease.sessionId, lease.runId, lease.epoch),
+    onTakenOver: ({ sessionId, runId }) => {
+      const runs = options.runs();
+      runs.withSession(sessionId, () => runs.recover(sessionId, runId)).catch(onError);
+    },
+    onError,
+  });
+  return {
+    store,
+    leases,
+    perform: (driver, item) =>
+      performRequest(driver, { kind: item.kind, input: item.input } as RunRequest, {
+        sessionId: item.sessionId,
+        generateId,
+        id: item.id,
+      }),
+    onError,
+  };
 }
