@@ -200,8 +200,18 @@ interface SessionState {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Errors a command may meet in a legal race: a retried decision the first attempt already made. */
-const expectedErrors = new Set(['NoActiveRunError', 'UnknownDecisionError', 'exited']);
+/**
+ * Errors a retried decision may meet when its first attempt was made already: the run ended
+ * (`NoActiveRunError`), the call is no longer pending (`UnknownDecisionError`), or the allowed
+ * call started and its worker died, so it is indeterminate now and takes no `allow`
+ * (`InvalidDecisionError`, as with one process). Only a retry may meet them.
+ */
+const expectedErrors = new Set([
+  'NoActiveRunError',
+  'UnknownDecisionError',
+  'InvalidDecisionError',
+  'exited',
+]);
 
 export async function runWorkersCampaign(
   options: WorkersCampaignOptions,
