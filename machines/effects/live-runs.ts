@@ -17,7 +17,7 @@ import type { TurnMachine } from '../pure/turn-machine.ts';
 import { loadRun } from './load-run.ts';
 import { provideRunEffects, type RunLifecycle } from './run-actors.ts';
 import { createRunDriver, type RunDriver } from './run-driver.ts';
-import { createRunHandles } from './run-handles.ts';
+import { createRunHandles, type RunIds } from './run-handles.ts';
 import { isRefusal } from './run-requests.ts';
 import type { RunServices } from './run-services.ts';
 import { createSessionCache } from './session-cache.ts';
@@ -59,12 +59,6 @@ export type RecoveredRun =
       /** What the store found in the session's stored form (`store.findings()`). */
       findings: StoreFinding[];
     };
-
-interface RunIds {
-  sessionId: string;
-  turnId: string;
-  runId: string;
-}
 
 interface LiveRun {
   driver: RunDriver;

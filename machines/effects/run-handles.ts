@@ -9,7 +9,8 @@ import {
   turnResult,
 } from './turn-channel.ts';
 
-interface RunIds {
+/** The ids that name one run. */
+export interface RunIds {
   sessionId: string;
   turnId: string;
   runId: string;
