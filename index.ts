@@ -36,7 +36,7 @@ export {
   type TurnlogUIMessageChunk,
   toUIMessageStream,
   toUIMessages,
-} from './adapters/ui-message-stream.ts';
+} from './adapters/ui/ui-message-stream.ts';
 export {
   ConcurrencyError,
   DamagedSessionError,
@@ -147,14 +147,15 @@ export {
   type WorkerOptions,
 } from './runtime.ts';
 export type { EventStore, OpenRun, StoreFinding } from './store/event-store.ts';
-export { type LowdbStoreOptions, lowdbStore } from './store/lowdb-store.ts';
-export { type MemoryStoreOptions, memoryStore } from './store/memory-store.ts';
-export type { PgPool } from './store/postgres-connection.ts';
+export { type LowdbStoreOptions, lowdbStore } from './store/folder/lowdb-store.ts';
+export type { StoreFileHandle, StoreFs } from './store/folder/store-fs.ts';
+export { type MemoryStoreOptions, memoryStore } from './store/memory/memory-store.ts';
+export type { PgPool } from './store/postgres/postgres-connection.ts';
 export {
   type PostgresStore,
   type PostgresStoreOptions,
   postgresStore,
-} from './store/postgres-store.ts';
+} from './store/postgres/postgres-store.ts';
 export type {
   InboxItem,
   InboxOutcome,
@@ -163,7 +164,6 @@ export type {
   RunInbox,
 } from './store/run-inbox.ts';
 export type { LeaseAttempt, RunLease, RunLeaseState, RunLeases } from './store/run-leases.ts';
-export type { StoreFileHandle, StoreFs } from './store/store-fs.ts';
 export {
   type WorkspaceTools,
   type WorkspaceToolsOptions,

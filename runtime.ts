@@ -22,7 +22,7 @@ import { unfinishedRun } from './machines/pure/resume-run.ts';
 import { checkMethodArgument, checkRuntimeOptions, checkSessionId } from './runtime-arguments.ts';
 import { InvalidArgumentError, RuntimeClosedError, SessionBusyError } from './runtime-errors.ts';
 import { ConcurrencyError, type EventStore } from './store/event-store.ts';
-import { lowdbStore } from './store/lowdb-store.ts';
+import { lowdbStore } from './store/folder/lowdb-store.ts';
 import { LeaseLostError } from './store/run-leases.ts';
 import type { OwnTools, RuntimeTools } from './tools/provider-tool.ts';
 import type { PermissionPolicy } from './tools/tool.ts';

@@ -15,8 +15,8 @@ const readsPerProcess = 6;
 
 /** In a child: `readsPerProcess` cold reads of session `cold` with `root`'s store; CPU ms each. */
 async function readCold(root: string, dir: string): Promise<number[]> {
-  const { lowdbStore } = (await import(path.join(root, 'store/lowdb-store.ts'))) as {
-    lowdbStore: typeof import('../store/lowdb-store.ts').lowdbStore;
+  const { lowdbStore } = (await import(path.join(root, 'store/folder/lowdb-store.ts'))) as {
+    lowdbStore: typeof import('../store/folder/lowdb-store.ts').lowdbStore;
   };
   const times: number[] = [];
   for (let read = 0; read < readsPerProcess; read += 1) {

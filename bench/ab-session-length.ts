@@ -27,7 +27,7 @@ if (base === undefined) throw new Error('usage: ab-session-length.ts <base check
 
 async function load(root: string): Promise<{ side: Side; store: Store }> {
   const side = (await import(path.join(root, 'bench/turnlog-side.ts'))) as Side;
-  const { memoryStore } = (await import(path.join(root, 'store/memory-store.ts'))) as {
+  const { memoryStore } = (await import(path.join(root, 'store/memory/memory-store.ts'))) as {
     memoryStore: Store;
   };
   return { side, store: memoryStore };

@@ -5,7 +5,7 @@
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { lowdbStore } from '../store/lowdb-store.ts';
+import { lowdbStore } from '../store/folder/lowdb-store.ts';
 import { conversationModel } from './conversation.ts';
 import { agentGraph, runAgentGraph } from './langgraph-agent.ts';
 import { openPostgresCheckpointer } from './postgres-checkpointer.ts';

@@ -1,5 +1,5 @@
 import type { Fact } from '../events/facts.ts';
-import { memoryStore } from '../store/memory-store.ts';
+import { memoryStore } from '../store/memory/memory-store.ts';
 import { conversationRuntime, runTurnlog } from './turnlog-side.ts';
 
 /**

@@ -4,7 +4,7 @@
 // Run alone: npx node bench/postgres-store.ts
 import { loadavg } from 'node:os';
 import type { EventStore } from '../store/event-store.ts';
-import { postgresStore } from '../store/postgres-store.ts';
+import { postgresStore } from '../store/postgres/postgres-store.ts';
 import { conversationModel } from './conversation.ts';
 import { agentGraph, runAgentGraph } from './langgraph-agent.ts';
 import { openPostgresCheckpointer, postgresConnection } from './postgres-checkpointer.ts';

@@ -10,7 +10,7 @@
 import { Session } from 'node:inspector/promises';
 import type { Fact } from '../events/facts.ts';
 import type { Runtime } from '../runtime.ts';
-import { memoryStore } from '../store/memory-store.ts';
+import { memoryStore } from '../store/memory/memory-store.ts';
 import { finishedRuns } from './long-session.ts';
 import { conversationRuntime, runTurnlog } from './turnlog-side.ts';
 

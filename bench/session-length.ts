@@ -7,7 +7,7 @@ import { toAiSdkMessages } from '../adapters/message-conversion.ts';
 import type { Fact } from '../events/facts.ts';
 import { projectHistory } from '../events/project-history.ts';
 import type { Runtime } from '../runtime.ts';
-import { memoryStore } from '../store/memory-store.ts';
+import { memoryStore } from '../store/memory/memory-store.ts';
 import { finishedRuns } from './long-session.ts';
 import { interleave, median, sampleLists } from './stats.ts';
 import { type BenchTable, formatMs } from './table.ts';

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { NewFact } from '../events/facts.ts';
 import { projectHistory } from '../events/project-history.ts';
 import type { EventStore } from '../store/event-store.ts';
-import { lowdbStore } from '../store/lowdb-store.ts';
+import { lowdbStore } from '../store/folder/lowdb-store.ts';
 import { fill, limits } from './store-workload.ts';
 
 /** One measured number of the store benchmark. */

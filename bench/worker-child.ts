@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { scriptedModel } from '../adapters/scripted-model.ts';
 import { createRuntime, type Runtime } from '../runtime.ts';
 import type { EventStore } from '../store/event-store.ts';
-import { postgresStore } from '../store/postgres-store.ts';
+import { postgresStore } from '../store/postgres/postgres-store.ts';
 import { defineTool } from '../tools/define-tool.ts';
 import { addTool, conversationModel, conversationPrompt } from './conversation.ts';
 

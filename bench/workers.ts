@@ -9,7 +9,7 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Fact } from '../events/facts.ts';
-import { postgresStore } from '../store/postgres-store.ts';
+import { postgresStore } from '../store/postgres/postgres-store.ts';
 import { postgresConnection } from './postgres-checkpointer.ts';
 import { median } from './stats.ts';
 import { type BenchTable, formatMs, formatTable } from './table.ts';

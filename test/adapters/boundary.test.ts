@@ -182,7 +182,7 @@ describe('the determinism boundary (I1): machines/pure/', () => {
       offences("const t = Date.now();\nimport { x } from '../effects/run-driver.ts';"),
     ).toEqual(['a clock', 'an effect']);
     expect(offences("import { readFile } from 'node:fs/promises';")).toEqual(['I/O']);
-    expect(offences("import { lowdbStore } from '../../store/lowdb-store.ts';")).toEqual([
+    expect(offences("import { lowdbStore } from '../../store/folder/lowdb-store.ts';")).toEqual([
       'the store',
     ]);
     expect(offences('setTimeout(go, 1); crypto.randomUUID(); new Date(0)')).toEqual([

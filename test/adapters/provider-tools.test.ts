@@ -8,7 +8,7 @@ import type { AiSdkLanguageModel } from '../../adapters/ai-sdk-adapter.ts';
 import type { ContentPart, Fact, FactOf } from '../../events/facts.ts';
 import { projectHistory } from '../../events/project-history.ts';
 import type { TurnEvent } from '../../machines/effects/turn-channel.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import type { ProviderTool } from '../../tools/provider-tool.ts';
 import { ToolDefinitionError } from '../../tools/tool-errors.ts';

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { scriptedModel } from '../../adapters/scripted-model.ts';
 import type { TurnEvent } from '../../machines/effects/turn-channel.ts';
 import { createRuntime } from '../../runtime.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;

@@ -13,7 +13,7 @@
 // Usage: node test/crash/agent-child.ts '<ChildOptions as JSON>'
 import type { TurnHandle } from '../../machines/effects/turn-channel.ts';
 import { createRuntime } from '../../runtime.ts';
-import { lowdbStore } from '../../store/lowdb-store.ts';
+import { lowdbStore } from '../../store/folder/lowdb-store.ts';
 import {
   type ChildOptions,
   holdingStore,

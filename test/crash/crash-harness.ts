@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Fact } from '../../events/facts.ts';
 import type { ModelMessage } from '../../events/messages.ts';
-import { lowdbStore } from '../../store/lowdb-store.ts';
+import { lowdbStore } from '../../store/folder/lowdb-store.ts';
 import type { ChildOptions } from './crash-scenario.ts';
 
 const childFile = fileURLToPath(new URL('./agent-child.ts', import.meta.url));

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { scriptedModel } from '../../adapters/scripted-model.ts';
 import type { EventStore } from '../../store/event-store.ts';
-import { lowdbStore } from '../../store/lowdb-store.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { lowdbStore } from '../../store/folder/lowdb-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { addTool, testRuntime } from '../runtime/runtime-helpers.ts';
 
 /** Lets `ticks` microtasks run. */

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { type Fact, factsOfType } from '../../events/facts.ts';
 import { projectTurn } from '../../events/project-turn.ts';
-import { postgresStore } from '../../store/postgres-store.ts';
+import { postgresStore } from '../../store/postgres/postgres-store.ts';
 import { formatLog, seededRandom } from './crash-harness.ts';
 import {
   type LeaseGrant,

@@ -16,7 +16,7 @@
 import { createInterface } from 'node:readline';
 import type { PermissionDecision } from '../../events/facts.ts';
 import { createRuntime } from '../../runtime.ts';
-import { postgresStore } from '../../store/postgres-store.ts';
+import { postgresStore } from '../../store/postgres/postgres-store.ts';
 import { type WorkerChildOptions, workersModel, workersTools } from './workers-scenario.ts';
 
 const json = process.argv[2];

@@ -3,7 +3,7 @@ import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Fact } from '../../events/facts.ts';
-import { lowdbStore } from '../../store/lowdb-store.ts';
+import { lowdbStore } from '../../store/folder/lowdb-store.ts';
 import {
   expectDocumentedOutput,
   repoRoot,

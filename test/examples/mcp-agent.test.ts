@@ -2,7 +2,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { Fact } from '../../events/facts.ts';
-import { lowdbStore } from '../../store/lowdb-store.ts';
+import { lowdbStore } from '../../store/folder/lowdb-store.ts';
 import { expectDocumentedOutput, runExample, startExample, tempDir } from './example-process.ts';
 
 /** The temp folder the agent printed on its first line; removed when the test finishes. */

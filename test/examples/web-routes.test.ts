@@ -2,10 +2,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { validateUIMessages } from 'ai';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { TurnlogUIMessage } from '../../adapters/ui-message-types.ts';
+import type { TurnlogUIMessage } from '../../adapters/ui/ui-message-types.ts';
 import { startServer } from '../../examples/embedded-server.ts';
 import { staticFile } from '../../examples/web/server/static-files.ts';
-import { asSent, readResponseLikeUseChat } from '../adapters/ui-stream-reader.ts';
+import { asSent, readResponseLikeUseChat } from '../adapters/ui/ui-stream-reader.ts';
 import { tempDir } from './example-process.ts';
 
 let server: Awaited<ReturnType<typeof startServer>>;

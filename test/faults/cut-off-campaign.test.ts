@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import type { Fact, FactOf } from '../../events/facts.ts';
 import type { TurnEvent, TurnResult } from '../../machines/effects/turn-channel.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import { createFakeFetch, sse } from '../helpers/fake-fetch.ts';
 import { testRuntime } from '../runtime/runtime-helpers.ts';

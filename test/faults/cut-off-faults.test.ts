@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { FactOf } from '../../events/facts.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { createFakeFetch } from '../helpers/fake-fetch.ts';
 import { testRuntime } from '../runtime/runtime-helpers.ts';
 import { bodyStrings, countedTools, faultRuntime, trace } from './fault-harness.ts';

@@ -4,7 +4,7 @@ import type { RunLimits } from '../../events/facts.ts';
 import { assertNever, type Fact } from '../../events/facts.ts';
 import type { JsonValue } from '../../events/json.ts';
 import type { TurnEvent, TurnHandle, TurnResult } from '../../machines/effects/turn-channel.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import { createFakeFetch, type FakeFetch, type FakeResponse } from '../helpers/fake-fetch.ts';
 import { testRuntime } from '../runtime/runtime-helpers.ts';

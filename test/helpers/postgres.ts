@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { type PostgresStore, postgresStore } from '../../store/postgres-store.ts';
+import { type PostgresStore, postgresStore } from '../../store/postgres/postgres-store.ts';
 
 /**
  * The connection string of the tests' PostgreSQL (see test/helpers/postgres-server.ts). Throws,

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Fact } from '../../events/facts.ts';
 import { sequentialIds } from '../../events/ids.ts';
 import { turnMachine } from '../../machines/pure/turn-machine.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { factBuilder, runStartedDraft } from '../helpers/fact-builder.ts';
 import { runModelPath } from './model-director.ts';
 import { modelPaths } from './model-paths.ts';

@@ -3,7 +3,7 @@ import { type AnyActorLogic, fromCallback } from 'xstate';
 import { sequentialIds } from '../../events/ids.ts';
 import { createRunDriver } from '../../machines/effects/run-driver.ts';
 import type { PreparedRequest, ProviderStepInput } from '../../machines/pure/actor-inputs.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { runStartedDraft, stepStartedDraft } from '../helpers/fact-builder.ts';
 import { type ActorName, providedMachine } from '../helpers/provided-machine.ts';
 

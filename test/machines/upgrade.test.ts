@@ -11,7 +11,7 @@ import { statePath } from '../../machines/pure/state-path.ts';
 import type { TurnMachine } from '../../machines/pure/turn-machine.ts';
 import { turnMachine } from '../../machines/pure/turn-machine.ts';
 import type { EventStore } from '../../store/event-store.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import type { ToolSet } from '../../tools/tool.ts';
 import { createToolSetSource } from '../../tools/tool-set-source.ts';

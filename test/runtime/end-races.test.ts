@@ -4,7 +4,7 @@ import { scriptedModel } from '../../adapters/scripted-model.ts';
 import type { Fact, NewFact } from '../../events/facts.ts';
 import { NoActiveRunError } from '../../runtime-errors.ts';
 import type { EventStore } from '../../store/event-store.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import { addTool, deferred, isFactOf, testRuntime, until } from './runtime-helpers.ts';
 

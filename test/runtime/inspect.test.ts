@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { InspectionEvent } from 'xstate';
 import { scriptedModel } from '../../adapters/scripted-model.ts';
 import { statePath } from '../../machines/pure/state-path.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { addTool, isFactOf, testRuntime, until } from './runtime-helpers.ts';
 
 describe('createRuntime({ inspect })', () => {

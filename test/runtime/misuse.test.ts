@@ -8,7 +8,7 @@ import {
   NoActiveRunError,
   RuntimeClosedError,
 } from '../../runtime-errors.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { addTool, isFactOf, testRuntime, until } from './runtime-helpers.ts';
 
 describe('misuse of the runtime throws a named error that says what to do', () => {

@@ -4,7 +4,7 @@ import type { LanguageModelV4CallOptions } from '@ai-sdk/provider';
 import { describe, expect, it } from 'vitest';
 import { type ScriptedResponse, scriptedModel } from '../../adapters/scripted-model.ts';
 import type { TurnResult } from '../../machines/effects/turn-channel.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { addTool, isFactOf, testRuntime, until } from './runtime-helpers.ts';
 
 setFlagsFromString('--expose-gc');

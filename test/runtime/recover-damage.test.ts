@@ -8,8 +8,8 @@ import { sequentialIds } from '../../events/ids.ts';
 import type { RecoveredRun } from '../../runtime.ts';
 import { DamagedSessionError } from '../../runtime-errors.ts';
 import type { EventStore, StoreFinding } from '../../store/event-store.ts';
-import { lowdbStore } from '../../store/lowdb-store.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { lowdbStore } from '../../store/folder/lowdb-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { sampleLogs } from '../helpers/sample-logs.ts';
 import { addTool, isFactOf, testRuntime, until } from './runtime-helpers.ts';
 

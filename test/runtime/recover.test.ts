@@ -5,7 +5,7 @@ import type { Fact, FactOf } from '../../events/facts.ts';
 import { sequentialIds } from '../../events/ids.ts';
 import type { RecoveredRun } from '../../runtime.ts';
 import { DamagedSessionError } from '../../runtime-errors.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import { sampleLogs } from '../helpers/sample-logs.ts';
 import { addTool, deferred, isFactOf, testRuntime, until } from './runtime-helpers.ts';

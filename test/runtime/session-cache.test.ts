@@ -6,7 +6,7 @@ import { projectHistory } from '../../events/project-history.ts';
 import { createSessionCache } from '../../machines/effects/session-cache.ts';
 import { createRuntime } from '../../runtime.ts';
 import type { EventStore } from '../../store/event-store.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { addTool } from './runtime-helpers.ts';
 
 // A runtime keeps the log and the history projection of a session whose run ended, so the

@@ -5,7 +5,7 @@ import type { Fact, FactOf } from '../../events/facts.ts';
 import { sequentialIds } from '../../events/ids.ts';
 import { hashJson } from '../../events/json.ts';
 import { InvalidArgumentError } from '../../runtime-errors.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { defineTool, toModelToolDefinitions } from '../../tools/define-tool.ts';
 import type { ToolSet } from '../../tools/tool.ts';
 import { ToolDefinitionError } from '../../tools/tool-errors.ts';

@@ -5,7 +5,7 @@ import type { JsonValue } from '../../events/json.ts';
 import type { TurnResult } from '../../machines/effects/turn-channel.ts';
 import type { Reason } from '../../machines/pure/turn-context.ts';
 import { createRuntime } from '../../runtime.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import type { PermissionPolicy } from '../../tools/tool.ts';
 

@@ -4,8 +4,8 @@ import path from 'node:path';
 import type { Fact } from '../../events/facts.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import type { ListenerErrorHandler } from '../../store/fact-listeners.ts';
-import { lowdbStore } from '../../store/lowdb-store.ts';
-import { memoryStore } from '../../store/memory-store.ts';
+import { lowdbStore } from '../../store/folder/lowdb-store.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { testSchema } from '../helpers/postgres.ts';
 
 /** The options a contract test may open a store with. */

@@ -5,7 +5,7 @@ import type {
   RunLimits,
   ToolCallRecord,
 } from '../../../events/facts.ts';
-import { memoryStore } from '../../../store/memory-store.ts';
+import { memoryStore } from '../../../store/memory/memory-store.ts';
 import type { CallSettler, DecidedPermission, SettleContext } from '../../../tools/tool.ts';
 import { newFact, testLimits } from '../../helpers/fact-builder.ts';
 

@@ -14,7 +14,7 @@ import {
 import { scriptedModel } from '../../../adapters/scripted-model.ts';
 import type { TurnHandle } from '../../../machines/effects/turn-channel.ts';
 import { createRuntime } from '../../../runtime.ts';
-import { lowdbStore } from '../../../store/lowdb-store.ts';
+import { lowdbStore } from '../../../store/folder/lowdb-store.ts';
 import { mcpTools } from '../../../tools/mcp/mcp-tools.ts';
 
 const options = JSON.parse(process.argv[2] ?? '{}') as {

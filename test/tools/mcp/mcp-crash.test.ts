@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { lowdbStore } from '../../../store/lowdb-store.ts';
+import { lowdbStore } from '../../../store/folder/lowdb-store.ts';
 import { ofType, receivedCalls, waitForRecord } from './mcp-run.ts';
 import { compileCache, readRecords, tempDir } from './mcp-servers.ts';
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { type ScriptedStep, scriptedModel } from '../../../adapters/scripted-model.ts';
 import type { Fact, FactOf, RunLimits } from '../../../events/facts.ts';
 import type { PendingDecision } from '../../../events/project-turn.ts';
-import { memoryStore } from '../../../store/memory-store.ts';
+import { memoryStore } from '../../../store/memory/memory-store.ts';
 import type { ToolsOption } from '../../../tools/tool-set-source.ts';
 import { testRuntime } from '../../runtime/runtime-helpers.ts';
 import { readRecords, type ServerRecord } from './mcp-servers.ts';

@@ -1,0 +1,229 @@
+import {
+  assertNever,
+  type FactOf,
+  type ProviderToolCallPart,
+  type ProviderToolResultPart,
+} from '../../events/facts.ts';
+import { type ApprovalKind, approvalAnswers, approvalId } from './ui-approval.ts';
+import type { TurnlogUIMessageChunk } from './ui-message-types.ts';
+
+type Chunk = TurnlogUIMessageChunk;
+
+/** The tool facts of one call, after its step completed. */
+type ToolFact = FactOf<
+  | 'tool.permission.requested'
+  | 'tool.permission.decided'
+  | 'tool.started'
+  | 'tool.indeterminate'
+  | 'tool.settled'
+>;
+
+/** One call of the last completed step, and where its approval stands. */
+interface CallState {
+  name: string;
+  /** The hash of the input the latest fact bound the call to (asked, decided, started). */
+  inputHash: string | undefined;
+  approval: { id: string; kind: ApprovalKind; approved: boolean | undefined } | undefined;
+}
+
+const indeterminateReason =
+  'This call started before the process stopped and never finished: it may or may not have run, ' +
+  'and it will not run again. Approve to tell the model its outcome is unknown; deny to abort the run.';
+
+/**
+ * The tool part of the translation: the calls of the last completed step as tool parts, and
+ * their facts as approvals and outputs. An approval a person answers (`permission`,
+ * `indeterminate`) comes with a `data-decision` part saying what approving and denying record;
+ * a policy decision is an automatic approval. A part whose approval was denied (or never
+ * answered before a stop) ends `output-denied`, any other failure `output-error` with the
+ * settlement text: the AI SDK accepts nothing else after an approval (`validateUIMessages`).
+ * Provider-executed tools' calls and results (`step.completed` content) are tool parts marked
+ * `providerExecuted`, with no approval: turnlog never runs them.
+ */
+export function createToolChunks() {
+  let stepId = '';
+  let calls = new Map<string, CallState>();
+  /** The provider-executed calls the run's message shows (a result may come steps later). */
+  const providerCalls = new Set<string>();
+
+  function request(
+    call: CallState,
+    callId: string,
+    kind: 'permission' | 'indeterminate',
+    reason?: string,
+  ): Chunk[] {
+    if (call.inputHash === undefined) return [];
+    const id = approvalId({ kind, stepId, callId, inputHash: call.inputHash });
+    call.approval = { id, kind, approved: undefined };
+    return [
+      {
+        type: 'tool-approval-request',
+        approvalId: id,
+        toolCallId: callId,
+        ...(reason === undefined ? {} : { reason }),
+      },
+      {
+        type: 'data-decision',
+        id,
+        data: { kind, toolCallId: callId, toolName: call.name, ...approvalAnswers[kind] },
+      },
+    ];
+  }
+
+  function decided(call: CallState, fact: FactOf<'tool.permission.decided'>): Chunk[] {
+    const reason = fact.reason === undefined ? {} : { reason: fact.reason };
+    const approved = fact.decision === 'allow' || fact.decision === 'report-unknown';
+    const asked = call.approval;
+    if (fact.by === 'policy' || asked === undefined || asked.kind === 'policy') {
+      // Decided without asking anyone: an automatic approval, as the AI SDK sends its own.
+      const id = approvalId({
+        kind: 'policy',
+        stepId,
+        callId: fact.callId,
+        inputHash: fact.inputHash,
+      });
+      call.approval = { id, kind: 'policy', approved };
+      return [
+        {
+          type: 'tool-approval-request',
+          approvalId: id,
+          toolCallId: fact.callId,
+          isAutomatic: true,
+        },
+        { type: 'tool-approval-response', approvalId: id, approved, ...reason },
+      ];
+    }
+    asked.approved = approved;
+    const { id, kind } = asked;
+    return [
+      { type: 'tool-approval-response', approvalId: id, approved, ...reason },
+      {
+        type: 'data-decision',
+        id,
+        data: {
+          kind,
+          toolCallId: fact.callId,
+          toolName: call.name,
+          ...approvalAnswers[kind],
+          decision: fact.decision,
+        },
+      },
+    ];
+  }
+
+  function settled(call: CallState, fact: FactOf<'tool.settled'>): Chunk[] {
+    const out: Chunk[] = [];
+    const toolCallId = fact.callId;
+    if (call.approval !== undefined && call.approval.approved === undefined) {
+      // Asked and never answered (the run was stopped): the part needs an answer to be valid.
+      call.approval.approved = false;
+      out.push({
+        type: 'tool-approval-response',
+        approvalId: call.approval.id,
+        approved: false,
+        reason: fact.text,
+      });
+    }
+    if (call.approval?.approved === false) {
+      out.push({ type: 'tool-output-denied', toolCallId });
+    } else if (fact.outcome === 'success') {
+      const output = fact.output === undefined ? fact.text : fact.output;
+      out.push({ type: 'tool-output-available', toolCallId, output });
+    } else {
+      // The settlement text says why, in words: withheld, invalid, failed, cancelled, unknown.
+      out.push({ type: 'tool-output-error', toolCallId, errorText: fact.text });
+    }
+    calls.delete(fact.callId);
+    return out;
+  }
+
+  return {
+    /** The step's calls as tool parts with their input (a withheld call's best-effort input). */
+    proposed(fact: FactOf<'step.completed'>): Chunk[] {
+      stepId = fact.stepId;
+      calls = new Map();
+      const out: Chunk[] = [];
+      for (const call of fact.toolCalls) {
+        if (calls.has(call.callId)) continue;
+        calls.set(call.callId, { name: call.name, inputHash: undefined, approval: undefined });
+        out.push({
+          type: 'tool-input-available',
+          toolCallId: call.callId,
+          toolName: call.name,
+          input: call.input,
+        });
+      }
+      return out;
+    },
+
+    /** True once the message has a part for this provider-executed call. */
+    showsProviderCall: (callId: string): boolean => providerCalls.has(callId),
+
+    /**
+     * A provider-executed tool's call or result (a `step.completed` content part) as the AI SDK
+     * shows one: a tool part marked `providerExecuted`, input-available, then output-available
+     * or output-error. turnlog never runs, asks about or settles these calls.
+     */
+    provider(part: ProviderToolCallPart | ProviderToolResultPart): Chunk[] {
+      const out: Chunk[] = [];
+      const toolCallId = part.callId;
+      const metadata =
+        part.providerOptions === undefined ? {} : { providerMetadata: part.providerOptions };
+      if (part.type === 'provider-tool-call' || !providerCalls.has(toolCallId)) {
+        // A result whose call is not in this run's message gets a part of its own (input null:
+        // the run holds no input for it), so the output has a part to land on.
+        providerCalls.add(toolCallId);
+        out.push({
+          type: 'tool-input-available',
+          toolCallId,
+          toolName: part.name,
+          input: part.type === 'provider-tool-call' ? part.input : null,
+          providerExecuted: true,
+          ...(part.type === 'provider-tool-call' ? metadata : {}),
+        });
+      }
+      if (part.type === 'provider-tool-call') return out;
+      if (part.isError) {
+        const errorText =
+          typeof part.result === 'string' ? part.result : JSON.stringify(part.result);
+        out.push({
+          type: 'tool-output-error',
+          toolCallId,
+          errorText,
+          providerExecuted: true,
+          ...metadata,
+        });
+      } else {
+        out.push({
+          type: 'tool-output-available',
+          toolCallId,
+          output: part.result,
+          providerExecuted: true,
+          ...metadata,
+        });
+      }
+      return out;
+    },
+
+    /** The chunks a tool fact adds (none for a call the last completed step did not make). */
+    translate(fact: ToolFact): Chunk[] {
+      const call = calls.get(fact.callId);
+      if (call === undefined) return [];
+      if ('inputHash' in fact) call.inputHash = fact.inputHash;
+      switch (fact.type) {
+        case 'tool.permission.requested':
+          return request(call, fact.callId, 'permission', fact.reason);
+        case 'tool.indeterminate':
+          return request(call, fact.callId, 'indeterminate', indeterminateReason);
+        case 'tool.permission.decided':
+          return decided(call, fact);
+        case 'tool.settled':
+          return settled(call, fact);
+        case 'tool.started':
+          return [];
+        default:
+          return assertNever(fact, 'tool fact');
+      }
+    },
+  };
+}

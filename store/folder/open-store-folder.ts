@@ -1,0 +1,119 @@
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { StoreError, StoreInputError } from '../event-store.ts';
+import { isTempFileName } from './durable-file-adapter.ts';
+import type { LowdbStoreOptions } from './lowdb-store.ts';
+import { errorCode } from './store-fs.ts';
+import { acquireStoreLock, type StoreLock } from './store-lock.ts';
+
+const knownOptions = new Set([
+  'dir',
+  'segmentSize',
+  'maxCachedSessions',
+  'partialChars',
+  'onListenerError',
+  'fs',
+]);
+
+/** Checks `lowdbStore`'s options: a folder, known keys only, whole numbers in range. */
+export function checkOptions(options: LowdbStoreOptions): void {
+  const where = 'lowdbStore';
+  if (
+    typeof options !== 'object' ||
+    options === null ||
+    typeof options.dir !== 'string' ||
+    options.dir === ''
+  ) {
+    throw new StoreInputError({
+      message: `${where}: options.dir must be the store's folder (a non-empty string), got ${JSON.stringify((options as { dir?: unknown } | null)?.dir)}`,
+      sessionId: undefined,
+    });
+  }
+  for (const key of Object.keys(options)) {
+    if (knownOptions.has(key)) continue;
+    const hint =
+      key === 'createAdapter'
+        ? " (segments are no longer lowdb documents since 0.2: pass fs to observe or fail the store's writes)"
+        : '';
+    throw new StoreInputError({
+      message: `${where}: unknown option ${key}${hint}; the options are ${[...knownOptions].join(', ')}`,
+      sessionId: undefined,
+    });
+  }
+  for (const [key, minimum] of [
+    ['segmentSize', 1],
+    ['maxCachedSessions', 0],
+  ] as const) {
+    const value = options[key];
+    if (value !== undefined && !(Number.isInteger(value) && value >= minimum)) {
+      throw new StoreInputError({
+        message: `${where}: ${key} must be a whole number >= ${minimum}, got ${String(value)}`,
+        sessionId: undefined,
+      });
+    }
+  }
+}
+
+/**
+ * Creates the store's folders (fsyncing the folder that got new entries), takes the lock and
+ * removes what a killed process left. A folder the process cannot use is a `StoreError` naming it.
+ */
+export function openStoreFolder(dir: string, sessionsDir: string, partialsDir: string): StoreLock {
+  const folders = [sessionsDir, partialsDir];
+  const where = (target: string, error: unknown) =>
+    new StoreError({
+      message: `lowdbStore: cannot use ${target} (${error instanceof Error ? error.message : String(error)}); the store needs a folder this process may create, read and write: choose another dir or fix its permissions`,
+      path: target,
+      code: errorCode(error),
+      cause: error,
+    });
+  let created: string | undefined;
+  try {
+    created = mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    throw where(dir, error);
+  }
+  let lock: StoreLock;
+  try {
+    lock = acquireStoreLock(dir);
+  } catch (error) {
+    throw errorCode(error) === undefined ? error : where(dir, error);
+  }
+  let current = dir;
+  try {
+    for (const folder of folders) {
+      current = folder;
+      if (mkdirSync(folder, { recursive: true }) !== undefined) created ??= folder;
+    }
+    current = dir;
+    if (created !== undefined) syncFolderNow(dir);
+    current = sessionsDir;
+    removeLeftovers(sessionsDir, partialsDir);
+  } catch (error) {
+    lock.release();
+    throw where(current, error);
+  }
+  return lock;
+}
+
+function syncFolderNow(folder: string): void {
+  const descriptor = openSync(folder, 'r');
+  try {
+    fsyncSync(descriptor);
+  } catch (error) {
+    if (process.platform !== 'win32') throw error;
+  } finally {
+    closeSync(descriptor);
+  }
+}
+
+/** Removes what a killed process left: staging folders of new sessions, partial temp files. */
+function removeLeftovers(sessionsDir: string, partialsDir: string): void {
+  for (const name of readdirSync(sessionsDir)) {
+    if (name.startsWith('.new-'))
+      rmSync(path.join(sessionsDir, name), { recursive: true, force: true });
+  }
+  for (const name of readdirSync(partialsDir)) {
+    if (isTempFileName(name)) rmSync(path.join(partialsDir, name), { force: true });
+  }
+}

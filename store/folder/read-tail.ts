@@ -1,0 +1,97 @@
+import path from 'node:path';
+import type { OpenRun } from '../event-store.ts';
+import { storedFactProblem, trackOpenRun } from '../session-log.ts';
+import { checkLegacySegment, readLegacySegment } from './legacy-segments.ts';
+import { checkHeader } from './load-session.ts';
+import { corruptLine, SegmentFileAdapter } from './segment-file-adapter.ts';
+import { listSessionFolder, sessionRecordName } from './session-files.ts';
+import { checkListing, checkRecordEntry, readSessionRecord } from './session-record.ts';
+import type { StoreFs } from './store-fs.ts';
+
+/**
+ * The open runs of a session read from its record and its tail segment alone — the header's
+ * summary plus the `run.started`/`run.ended` facts of the tail — without reading the whole
+ * session; plus the session's id. Checks what it reads (the folder against the record, the
+ * tail against its record entry and header) and throws `StoreCorruptionError` on a mismatch. A
+ * torn last line is ignored (it was never acknowledged), not cut: only loading cuts. `undefined`
+ * for a folder that no longer exists.
+ */
+export async function readTail(options: {
+  fs: StoreFs;
+  folder: string;
+  /** The id the folder name stands for (`undefined` for a hashed name). */
+  sessionId: string | undefined;
+}): Promise<{ sessionId: string; openRuns: OpenRun[] } | undefined> {
+  const { fs, folder } = options;
+  const listing = await listSessionFolder(fs, folder, { removeTemps: false });
+  if (listing === undefined) return undefined;
+  const record = listing.hasRecord ? await readSessionRecord(fs, folder) : undefined;
+  const unlisted = checkListing(listing, record, options);
+  const recordFile = path.join(folder, sessionRecordName);
+  for (let position = listing.segments.length - 1; position >= 0; position -= 1) {
+    const segment = listing.segments[position];
+    if (segment === undefined) break;
+    const file = path.join(folder, segment.name);
+    const entry = record?.segments[position];
+    if (segment.format === 'json') {
+      const document = await readLegacySegment(fs, file);
+      const sessionId = options.sessionId ?? record?.sessionId ?? document.sessionId;
+      const firstSeq = document.facts?.[0]?.seq ?? 1;
+      const facts = checkLegacySegment(document, {
+        file,
+        sessionId,
+        index: segment.index,
+        firstSeq,
+      });
+      if (entry !== undefined) {
+        const found = { file, firstSeq, firstId: facts[0]?.id, openRuns: undefined };
+        checkRecordEntry(
+          entry,
+          { ...found, lastSeq: firstSeq + facts.length - 1, lastId: facts.at(-1)?.id },
+          recordFile,
+        );
+      }
+      const openRuns = document.openRuns.map(({ turnId, runId }) => ({ sessionId, turnId, runId }));
+      return { sessionId, openRuns };
+    }
+    const data = await new SegmentFileAdapter(file, { fs }).read();
+    if (data === null || data.facts.length === 0) {
+      // Created by a write a crash cut short, never acknowledged: the tail is the one before.
+      if (segment.name === unlisted?.name) continue;
+      throw corruptLine(file, data === null ? 1 : 2, 'it holds no complete fact');
+    }
+    const { header, facts } = data;
+    const sessionId = options.sessionId ?? record?.sessionId ?? header.sessionId;
+    checkHeader(header, {
+      file,
+      sessionId,
+      index: segment.index,
+      firstSeq: entry?.firstSeq ?? header.firstSeq,
+      // The summary is checked against the record's copy below (the facts before are not read).
+      before: undefined,
+    });
+    const open = new Map<string, OpenRun>();
+    for (const { turnId, runId } of header.openRuns) open.set(runId, { sessionId, turnId, runId });
+    facts.forEach((fact, offset) => {
+      const problem = storedFactProblem(fact, { sessionId, seq: header.firstSeq + offset });
+      if (problem !== undefined) throw corruptLine(file, offset + 2, problem);
+      trackOpenRun(open, fact);
+    });
+    if (entry !== undefined) {
+      checkRecordEntry(
+        entry,
+        {
+          file,
+          firstSeq: header.firstSeq,
+          firstId: facts[0]?.id,
+          lastSeq: header.firstSeq + facts.length - 1,
+          lastId: facts.at(-1)?.id,
+          openRuns: header.openRuns,
+        },
+        recordFile,
+      );
+    }
+    return { sessionId, openRuns: [...open.values()] };
+  }
+  return undefined;
+}

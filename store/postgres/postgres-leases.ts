@@ -1,0 +1,248 @@
+import type { NewFact } from '../../events/facts.ts';
+import { StoreInputError } from '../event-store.ts';
+import {
+  type LeaseAttempt,
+  LeaseLostError,
+  type RunLease,
+  RunLeasedError,
+  type RunLeaseState,
+} from '../run-leases.ts';
+import {
+  checkIds,
+  inTransaction,
+  type PgPool,
+  type PgQueryable,
+  type PgRow,
+  type PostgresSchema,
+} from './postgres-connection.ts';
+
+/**
+ * The columns of a lease row (of `table`, when the query names several) as `leaseStateOf` reads them. Every time is the database's clock
+ * (`clock_timestamp()`, not the transaction's start), so all workers judge expiry by one clock.
+ */
+export function leaseColumns(table = ''): string {
+  const column = (name: string) => (table === '' ? name : `${table}.${name}`);
+  return `${column('session_id')} AS session_id, ${column('run_id')} AS run_id,
+    ${column('worker_id')} AS worker_id, ${column('epoch')} AS epoch,
+    (extract(epoch FROM ${column('expires_at')}) * 1000)::float8 AS expires_at_ms,
+    (${column('worker_id')} IS NOT NULL AND ${column('expires_at')} > clock_timestamp()) AS live`;
+}
+
+/** A lease row as `RunLeaseState`. */
+export function leaseStateOf(row: PgRow): RunLeaseState {
+  return {
+    sessionId: String(row.session_id),
+    runId: String(row.run_id),
+    workerId: row.worker_id === null ? undefined : String(row.worker_id),
+    epoch: Number(row.epoch),
+    expiresAtMs: Number(row.expires_at_ms),
+    live: row.live === true,
+  };
+}
+
+function leaseFromRow(row: PgRow): RunLease {
+  const { live: _live, workerId, ...rest } = leaseStateOf(row);
+  return { ...rest, workerId: workerId ?? '' };
+}
+
+/**
+ * Fencing, in the append's transaction (the rows are locked FOR SHARE, so a takeover waits for
+ * it): a fact with `workerId`/`leaseEpoch` needs exactly that live lease; a fact without them
+ * needs its run not to be held live by anyone.
+ */
+export function checkLeases(options: {
+  where: string;
+  sessionId: string;
+  fresh: readonly NewFact[];
+  leases: ReadonlyMap<string, RunLeaseState>;
+}): void {
+  const { where, sessionId } = options;
+  for (const fact of options.fresh) {
+    const current = options.leases.get(fact.runId);
+    if (fact.workerId !== undefined && fact.leaseEpoch !== undefined) {
+      const holds =
+        current?.live === true &&
+        current.workerId === fact.workerId &&
+        current.epoch === fact.leaseEpoch;
+      if (holds) continue;
+      throw new LeaseLostError({
+        message: `${where}: worker ${fact.workerId} appended fact ${fact.id} (${fact.type}) under epoch ${fact.leaseEpoch} of run ${fact.runId}'s lease, which it no longer holds (${describeLease(current)}); nothing was stored: stop driving this run`,
+        sessionId,
+        runId: fact.runId,
+        workerId: fact.workerId,
+        epoch: fact.leaseEpoch,
+        current,
+      });
+    }
+    if (current?.live === true) {
+      throw new RunLeasedError({
+        message: `${where}: run ${fact.runId} is driven by worker ${current.workerId} under a live lease (epoch ${current.epoch}), and fact ${fact.id} (${fact.type}) carries no lease; nothing was stored: send the request to that worker's inbox, or acquire the lease once it is released or expired`,
+        sessionId,
+        runId: fact.runId,
+        holder: current,
+      });
+    }
+  }
+}
+
+function describeLease(lease: RunLeaseState | undefined): string {
+  if (lease === undefined) return 'the run has no lease';
+  if (lease.workerId === undefined) return `it was released at epoch ${lease.epoch}`;
+  const holder = `worker ${lease.workerId}, epoch ${lease.epoch}`;
+  return lease.live ? `it is held by ${holder}` : `the lease of ${holder} expired`;
+}
+
+/** The lease operations of `postgresStore` (see `RunLeases`). */
+export function postgresLeases(pool: PgPool, schema: PostgresSchema) {
+  const db: PgQueryable = pool;
+  const table = `${schema.sql}.leases`;
+  const until = (parameter: string) =>
+    `clock_timestamp() + make_interval(secs => ${parameter}::float8 / 1000)`;
+
+  async function acquireLease(options: {
+    sessionId: string;
+    runId: string;
+    workerId: string;
+    leaseMs: number;
+  }): Promise<LeaseAttempt> {
+    const { sessionId, runId, workerId } = options;
+    checkIds({ sessionId, runId, workerId }, 'acquireLease');
+    checkLeaseMs(options.leaseMs, 'acquireLease');
+    const row = await inTransaction(pool, async (client) => {
+      // The session's row lock, as an append takes it: a run's first lease (a new row, which an
+      // append in flight could not have locked FOR SHARE) waits for that append to commit, so the
+      // new holder reads it, and a later append sees the lease.
+      await client.query(
+        `INSERT INTO ${schema.sql}.sessions AS session (session_id, last_seq) VALUES ($1, 0)
+         ON CONFLICT (session_id) DO UPDATE SET last_seq = session.last_seq`,
+        [sessionId],
+      );
+      const { rows } = await client.query(
+        `INSERT INTO ${table} AS lease (session_id, run_id, worker_id, epoch, expires_at)
+         VALUES ($1, $2, $3, 1, ${until('$4')})
+         ON CONFLICT (session_id, run_id) DO UPDATE
+           SET worker_id = $3, epoch = lease.epoch + 1, expires_at = ${until('$4')}
+           WHERE lease.worker_id IS NULL OR lease.expires_at <= clock_timestamp()
+         RETURNING ${leaseColumns()}`,
+        [sessionId, runId, workerId, options.leaseMs],
+      );
+      return rows[0];
+    });
+    if (row !== undefined) return { acquired: true, lease: leaseFromRow(row) };
+    const holder = await leaseOf({ sessionId, runId });
+    // Released or expired between the two statements: try again.
+    if (holder === undefined || !holder.live) return acquireLease(options);
+    return { acquired: false, holder };
+  }
+
+  async function leaseOf(options: {
+    sessionId: string;
+    runId: string;
+  }): Promise<RunLeaseState | undefined> {
+    checkIds({ sessionId: options.sessionId, runId: options.runId }, 'leaseOf');
+    const { rows } = await db.query(
+      `SELECT ${leaseColumns()} FROM ${table} WHERE session_id = $1 AND run_id = $2`,
+      [options.sessionId, options.runId],
+    );
+    return rows[0] === undefined ? undefined : leaseStateOf(rows[0]);
+  }
+
+  return {
+    acquireLease,
+    leaseOf,
+
+    async renewLeases(options: {
+      leases: readonly RunLease[];
+      leaseMs: number;
+    }): Promise<{ renewed: RunLease[]; lost: RunLease[] }> {
+      checkLeaseMs(options.leaseMs, 'renewLeases');
+      const leases = [...options.leases];
+      for (const lease of leases) checkLease(lease, 'renewLeases');
+      if (leases.length === 0) return { renewed: [], lost: [] };
+      const { rows } = await db.query(
+        `UPDATE ${table} AS lease SET expires_at = ${until('$5')}
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS mine(session_id, run_id, worker_id, epoch)
+         WHERE lease.session_id = mine.session_id AND lease.run_id = mine.run_id
+           AND lease.worker_id = mine.worker_id AND lease.epoch = mine.epoch
+           AND lease.expires_at > clock_timestamp()
+         RETURNING ${leaseColumns('lease')}`,
+        [
+          leases.map((lease) => lease.sessionId),
+          leases.map((lease) => lease.runId),
+          leases.map((lease) => lease.workerId),
+          leases.map((lease) => lease.epoch),
+          options.leaseMs,
+        ],
+      );
+      const renewed = rows.map(leaseFromRow);
+      const key = (lease: RunLease) => JSON.stringify([lease.sessionId, lease.runId]);
+      const renewedKeys = new Set(renewed.map(key));
+      return { renewed, lost: leases.filter((lease) => !renewedKeys.has(key(lease))) };
+    },
+
+    async releaseLease(options: { lease: RunLease; handOver?: boolean }): Promise<boolean> {
+      const { lease } = options;
+      checkLease(lease, 'releaseLease');
+      // Handing over keeps the holder and ends the lease now: an expired lease is up for takeover.
+      const { rowCount } = await db.query(
+        `UPDATE ${table} SET expires_at = clock_timestamp()${options.handOver === true ? '' : ', worker_id = NULL'}
+         WHERE session_id = $1 AND run_id = $2 AND worker_id = $3 AND epoch = $4
+           AND expires_at > clock_timestamp()`,
+        [lease.sessionId, lease.runId, lease.workerId, lease.epoch],
+      );
+      return rowCount === 1;
+    },
+
+    async takeOverExpiredLeases(options: {
+      workerId: string;
+      leaseMs: number;
+      limit?: number;
+    }): Promise<RunLease[]> {
+      checkIds({ workerId: options.workerId }, 'takeOverExpiredLeases');
+      checkLeaseMs(options.leaseMs, 'takeOverExpiredLeases');
+      const limit = options.limit ?? 10;
+      if (!Number.isInteger(limit) || limit < 1) {
+        throw new StoreInputError({
+          message: `postgresStore.takeOverExpiredLeases: limit must be a whole number >= 1, got ${String(limit)}`,
+          sessionId: undefined,
+        });
+      }
+      // SKIP LOCKED: two workers scanning at once take different runs instead of queueing.
+      const { rows } = await db.query(
+        `WITH expired AS (
+           SELECT session_id, run_id FROM ${table}
+           WHERE worker_id IS NOT NULL AND expires_at <= clock_timestamp()
+           ORDER BY expires_at
+           LIMIT $3
+           FOR UPDATE SKIP LOCKED
+         )
+         UPDATE ${table} AS lease
+         SET worker_id = $1, epoch = lease.epoch + 1, expires_at = ${until('$2')}
+         FROM expired
+         WHERE lease.session_id = expired.session_id AND lease.run_id = expired.run_id
+         RETURNING ${leaseColumns('lease')}`,
+        [options.workerId, options.leaseMs, limit],
+      );
+      return rows.map(leaseFromRow);
+    },
+  };
+}
+
+function checkLeaseMs(leaseMs: unknown, method: string): void {
+  if (typeof leaseMs !== 'number' || !Number.isInteger(leaseMs) || leaseMs < 1) {
+    throw new StoreInputError({
+      message: `postgresStore.${method}: leaseMs must be a whole number of milliseconds >= 1, got ${String(leaseMs)}`,
+      sessionId: undefined,
+    });
+  }
+}
+
+function checkLease(lease: RunLease, method: string): void {
+  checkIds({ sessionId: lease?.sessionId, runId: lease?.runId, workerId: lease?.workerId }, method);
+  if (!Number.isInteger(lease.epoch) || lease.epoch < 1) {
+    throw new StoreInputError({
+      message: `postgresStore.${method}: a lease's epoch is a whole number >= 1, got ${String(lease.epoch)}; pass the lease acquireLease gave you`,
+      sessionId: lease.sessionId,
+    });
+  }
+}

@@ -1,0 +1,376 @@
+import type { Fact, NewFact, PartialSnapshot } from '../../events/facts.ts';
+import { TurnlogError } from '../../events/turnlog-error.ts';
+import { boundPartial, defaultPartialChars } from '../bound-partial.ts';
+import {
+  type AppendOptions,
+  type AppendResult,
+  type EventStore,
+  type OpenRun,
+  StoreClosedError,
+  StoreCorruptionError,
+  type StoreFinding,
+  StoreInputError,
+  StoreWriteError,
+} from '../event-store.ts';
+import { FactListeners, type ListenerErrorHandler } from '../fact-listeners.ts';
+import { cloneJson } from '../plain-json.ts';
+import type { RunInbox } from '../run-inbox.ts';
+import type { RunLeases } from '../run-leases.ts';
+import { checkFromSeq, checkSessionId, validateNewFacts } from '../session-log.ts';
+import {
+  openPool,
+  type PgPool,
+  type PostgresSchema,
+  postgresSchema,
+} from './postgres-connection.ts';
+import { StoreOpenError } from './postgres-errors.ts';
+import { appendFacts, readFacts } from './postgres-facts.ts';
+import { postgresInbox } from './postgres-inbox.ts';
+import { postgresLeases } from './postgres-leases.ts';
+import { migrate } from './postgres-migrations.ts';
+import { PostgresNotifications } from './postgres-notifications.ts';
+import { FactSubscriptions } from './postgres-subscriptions.ts';
+
+/** Options of `postgresStore`. Give `connectionString` or `pool`, not both (neither: `PG*` variables). */
+export interface PostgresStoreOptions {
+  /** `postgres://user:password@host:5432/database`; the store makes a `pg.Pool` and ends it on `close()`. */
+  connectionString?: string;
+  /** A `pg.Pool` of yours; the store never ends it. It holds one of its connections for LISTEN. */
+  pool?: PgPool;
+  /** The schema holding turnlog's tables (created at open). Default `turnlog`. */
+  schema?: string;
+  /** Bound of a partial snapshot's `text` and `reasoning`, in characters (default 16 KiB). */
+  partialChars?: number;
+  /** Called when a subscriber throws (default: a process warning). */
+  onListenerError?: ListenerErrorHandler;
+}
+
+/** An `EventStore` shared by several processes, with leases and an inbox per run. */
+export type PostgresStore = EventStore & RunLeases & RunInbox;
+
+/**
+ * An `EventStore` over PostgreSQL (through `pg`, node-postgres, loaded when the store first
+ * connects): facts in a table keyed by (session, seq), each append one transaction, migrations
+ * at open under an advisory lock, subscriptions across processes (LISTEN/NOTIFY plus catch-up
+ * reads by `seq`). It also implements `RunLeases` (one driver per run, fenced appends) and
+ * `RunInbox` (requests handed to a run's driver), for several workers on one database.
+ *
+ * @example
+ * const store = postgresStore({ connectionString: process.env.DATABASE_URL });
+ * const runtime = createRuntime({ model, tools, store });
+ */
+export function postgresStore(options: PostgresStoreOptions = {}): PostgresStore {
+  return new PostgresEventStore(options);
+}
+
+class PostgresEventStore implements PostgresStore {
+  readonly #options: PostgresStoreOptions;
+  readonly #schema: PostgresSchema;
+  readonly #pool: PgPool;
+  readonly #listeners: FactListeners;
+  readonly #notifications: PostgresNotifications;
+  readonly #subscriptions: FactSubscriptions;
+  readonly #leases: RunLeases;
+  readonly #inbox: RunInbox & { close(error: Error): void };
+  readonly #partialChars: number;
+  readonly #appends = new Map<string, Promise<unknown>>();
+  readonly #partialWrites = new Map<string, Promise<unknown>>();
+  readonly #findings = new Map<string, StoreFinding>();
+  #opening: Promise<{ pool: PgPool; owned: boolean }> | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: PostgresStoreOptions) {
+    if (options.pool !== undefined && options.connectionString !== undefined) {
+      throw new StoreInputError({
+        message:
+          'postgresStore: give either connectionString or pool, not both (the store would not know which database to use)',
+        sessionId: undefined,
+      });
+    }
+    this.#options = options;
+    this.#schema = postgresSchema(options.schema ?? 'turnlog');
+    this.#partialChars = options.partialChars ?? defaultPartialChars;
+    // Every part works through this pool, which opens the real one (and migrates) on first use.
+    this.#pool = {
+      query: async (text, values) => (await this.#open()).query(text, values),
+      connect: async () => (await this.#open()).connect(),
+      end: async () => {},
+    };
+    this.#listeners = new FactListeners({ onListenerError: options.onListenerError });
+    this.#notifications = new PostgresNotifications({
+      connect: () => this.#pool.connect(),
+      channel: this.#schema.channel,
+    });
+    this.#subscriptions = new FactSubscriptions({
+      notifications: this.#notifications,
+      listeners: this.#listeners,
+      lastSeq: async (sessionId) => {
+        const { rows } = await this.#pool.query(
+          `SELECT last_seq FROM ${this.#schema.sql}.sessions WHERE session_id = $1`,
+          [sessionId],
+        );
+        return Number(rows[0]?.last_seq ?? 0);
+      },
+      read: (sessionId, fromSeq) => this.#read(sessionId, fromSeq),
+    });
+    this.#leases = postgresLeases(this.#pool, this.#schema);
+    this.#inbox = postgresInbox({
+      pool: this.#pool,
+      schema: this.#schema,
+      notifications: this.#notifications,
+      isClosed: () => this.#closing !== undefined,
+    });
+  }
+
+  async append(
+    sessionId: string,
+    facts: readonly NewFact[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult> {
+    this.#checkOpen('append');
+    checkSessionId(sessionId, 'postgresStore.append');
+    const where = `postgresStore.append('${sessionId}')`;
+    // Checked and copied now: a caller changing its objects after the call changes nothing.
+    const candidates = validateNewFacts(facts, options, { where, sessionId });
+    return this.#queue(this.#appends, sessionId, async () => {
+      await this.#subscriptions.started(sessionId);
+      let result: AppendResult;
+      try {
+        result = await appendFacts({
+          pool: this.#pool,
+          schema: this.#schema,
+          sessionId,
+          candidates,
+          expectedSeq: options.expectedSeq,
+          where,
+        });
+      } catch (error) {
+        if (TurnlogError.isTurnlogError(error)) throw error;
+        throw new StoreWriteError({
+          message: `${where}: the database did not confirm the append (${(error as Error)?.message}); it may or may not be stored: read the session and retry with the same fact ids (a repeat is a no-op)`,
+          sessionId,
+          file: undefined,
+          cause: error,
+        });
+      }
+      // Subscribers of this store have the facts before the append resolves.
+      await this.#subscriptions.appended(sessionId, result.appended);
+      return { appended: result.appended.map(cloneJson), lastSeq: result.lastSeq };
+    });
+  }
+
+  async read(sessionId: string, options: { fromSeq?: number } = {}): Promise<Fact[]> {
+    this.#checkOpen('read');
+    checkSessionId(sessionId, 'postgresStore.read');
+    checkFromSeq(options.fromSeq, `postgresStore.read('${sessionId}')`);
+    // The appends called before this read are in it, so its last seq is what expectedSeq checks.
+    await this.#appends.get(sessionId);
+    await this.#subscriptions.started(sessionId);
+    return this.#read(sessionId, options.fromSeq ?? 1);
+  }
+
+  subscribe(sessionId: string, listener: (fact: Fact) => void): () => void {
+    this.#checkOpen('subscribe');
+    checkSessionId(sessionId, 'postgresStore.subscribe');
+    return this.#subscriptions.subscribe(sessionId, listener);
+  }
+
+  async openRuns(): Promise<OpenRun[]> {
+    this.#checkOpen('openRuns');
+    // From the runs index (a partial index of open runs), never a scan of the facts.
+    const { rows } = await this.#pool.query(
+      `SELECT session_id, turn_id, run_id FROM ${this.#schema.sql}.runs
+       WHERE started_seq IS NOT NULL AND ended_seq IS NULL ORDER BY session_id, started_seq`,
+    );
+    const runs = rows.map((row) => ({
+      sessionId: String(row.session_id),
+      turnId: String(row.turn_id),
+      runId: String(row.run_id),
+    }));
+    // JavaScript's order of session ids, as every store gives it (the stable sort keeps start order).
+    return runs.sort((left, right) => compare(left.sessionId, right.sessionId));
+  }
+
+  async findings(): Promise<StoreFinding[]> {
+    this.#checkOpen('findings');
+    return [...this.#findings.values()].map((finding) => ({ ...finding }));
+  }
+
+  async sessions(): Promise<string[]> {
+    this.#checkOpen('sessions');
+    const { rows } = await this.#pool.query(
+      `SELECT session_id FROM ${this.#schema.sql}.sessions WHERE last_seq > 0`,
+    );
+    return rows.map((row) => String(row.session_id)).sort(compare);
+  }
+
+  async savePartial(sessionId: string, partial: PartialSnapshot): Promise<void> {
+    this.#checkOpen('savePartial');
+    checkSessionId(sessionId, 'postgresStore.savePartial');
+    const where = 'postgresStore.savePartial';
+    const bounded = boundPartial(partial, { maxChars: this.#partialChars, where, sessionId });
+    await this.#queue(this.#partialWrites, sessionId, () =>
+      this.#pool.query(
+        `INSERT INTO ${this.#schema.sql}.partials (session_id, body) VALUES ($1, $2::json)
+         ON CONFLICT (session_id) DO UPDATE SET body = excluded.body`,
+        [sessionId, JSON.stringify(bounded)],
+      ),
+    );
+  }
+
+  async loadPartial(sessionId: string): Promise<PartialSnapshot | undefined> {
+    this.#checkOpen('loadPartial');
+    checkSessionId(sessionId, 'postgresStore.loadPartial');
+    await this.#partialWrites.get(sessionId);
+    const { rows } = await this.#pool.query(
+      `SELECT body::text AS body FROM ${this.#schema.sql}.partials WHERE session_id = $1`,
+      [sessionId],
+    );
+    return rows[0] === undefined
+      ? undefined
+      : (JSON.parse(String(rows[0].body)) as PartialSnapshot);
+  }
+
+  async clearPartial(sessionId: string): Promise<void> {
+    this.#checkOpen('clearPartial');
+    checkSessionId(sessionId, 'postgresStore.clearPartial');
+    await this.#queue(this.#partialWrites, sessionId, () =>
+      this.#pool.query(`DELETE FROM ${this.#schema.sql}.partials WHERE session_id = $1`, [
+        sessionId,
+      ]),
+    );
+  }
+
+  close(): Promise<void> {
+    // Closing twice is harmless; every other call after close throws StoreClosedError.
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  acquireLease: RunLeases['acquireLease'] = (options) =>
+    this.#call('acquireLease', () => this.#leases.acquireLease(options));
+  renewLeases: RunLeases['renewLeases'] = (options) =>
+    this.#call('renewLeases', () => this.#leases.renewLeases(options));
+  releaseLease: RunLeases['releaseLease'] = (options) =>
+    this.#call('releaseLease', () => this.#leases.releaseLease(options));
+  takeOverExpiredLeases: RunLeases['takeOverExpiredLeases'] = (options) =>
+    this.#call('takeOverExpiredLeases', () => this.#leases.takeOverExpiredLeases(options));
+  leaseOf: RunLeases['leaseOf'] = (options) =>
+    this.#call('leaseOf', () => this.#leases.leaseOf(options));
+  postToInbox: RunInbox['postToInbox'] = (request) =>
+    this.#call('postToInbox', () => this.#inbox.postToInbox(request));
+  pendingInbox: RunInbox['pendingInbox'] = (options) =>
+    this.#call('pendingInbox', () => this.#inbox.pendingInbox(options));
+  settleInboxItem: RunInbox['settleInboxItem'] = (options) =>
+    this.#call('settleInboxItem', () => this.#inbox.settleInboxItem(options));
+  inboxItem: RunInbox['inboxItem'] = (id) =>
+    this.#call('inboxItem', () => this.#inbox.inboxItem(id));
+  waitForInboxOutcome: RunInbox['waitForInboxOutcome'] = (id, options) =>
+    this.#call('waitForInboxOutcome', () => this.#inbox.waitForInboxOutcome(id, options));
+
+  subscribeInbox: RunInbox['subscribeInbox'] = (sessionId, listener) => {
+    this.#checkOpen('subscribeInbox');
+    return this.#inbox.subscribeInbox(sessionId, listener);
+  };
+
+  async #read(sessionId: string, fromSeq: number): Promise<Fact[]> {
+    const { facts, problem } = await readFacts({
+      db: this.#pool,
+      schema: this.#schema,
+      sessionId,
+      fromSeq,
+    });
+    if (problem === undefined) return facts;
+    const file = `${this.#schema.name}.facts`;
+    const message = `postgresStore: session ${sessionId} in ${file}: ${problem}; it is left as it is: inspect the rows (never edit a stored fact), then restore them from a backup`;
+    this.#findings.set(sessionId, {
+      sessionId,
+      kind: 'unreadable',
+      file,
+      line: undefined,
+      message,
+    });
+    throw new StoreCorruptionError({ message, file });
+  }
+
+  #open(): Promise<PgPool> {
+    this.#opening ??= this.#connect().catch((error: unknown) => {
+      // The next call tries again (the database may be back).
+      this.#opening = undefined;
+      throw error;
+    });
+    return this.#opening.then(({ pool }) => pool);
+  }
+
+  async #connect(): Promise<{ pool: PgPool; owned: boolean }> {
+    const schema = this.#schema.name;
+    const opened = await openPool({
+      pool: this.#options.pool,
+      connectionString: this.#options.connectionString,
+      schema,
+    });
+    try {
+      await migrate(opened.pool, this.#schema);
+      return opened;
+    } catch (error) {
+      if (opened.owned) await opened.pool.end().catch(() => {});
+      if (StoreOpenError.isInstance(error)) throw error;
+      throw new StoreOpenError({
+        message: `postgresStore: could not open schema ${schema} (${(error as Error)?.message}); check the connection string or pool, that the database is up, and that the role may CREATE in it`,
+        schema,
+        cause: error,
+      });
+    }
+  }
+
+  async #close(): Promise<void> {
+    // Appends (and partial writes) called before close finish first.
+    await Promise.all([...this.#appends.values(), ...this.#partialWrites.values()]);
+    this.#subscriptions.close();
+    this.#listeners.clear();
+    this.#inbox.close(
+      new StoreClosedError({
+        message:
+          'postgresStore.waitForInboxOutcome: the store was closed while waiting; the request stays in the inbox: wait for it on an open store',
+      }),
+    );
+    await this.#notifications.close();
+    const opened = await this.#opening?.catch(() => undefined);
+    if (opened?.owned === true) await opened.pool.end();
+  }
+
+  /** Runs `work` after the work queued before it for the session; the queue never rejects. */
+  #queue<T>(
+    queues: Map<string, Promise<unknown>>,
+    sessionId: string,
+    work: () => Promise<T>,
+  ): Promise<T> {
+    const result = (queues.get(sessionId) ?? Promise.resolve()).then(work);
+    const tail = result.then(
+      () => {},
+      () => {},
+    );
+    queues.set(sessionId, tail);
+    tail.then(() => {
+      if (queues.get(sessionId) === tail) queues.delete(sessionId);
+    });
+    return result;
+  }
+
+  async #call<T>(method: string, work: () => Promise<T>): Promise<T> {
+    this.#checkOpen(method);
+    return work();
+  }
+
+  #checkOpen(method: string): void {
+    if (this.#closing !== undefined) {
+      throw new StoreClosedError({
+        message: `postgresStore.${method}: the store is closed; create a new store to go on`,
+      });
+    }
+  }
+}
+
+function compare(left: string, right: string): number {
+  return left < right ? -1 : left > right ? 1 : 0;
+}

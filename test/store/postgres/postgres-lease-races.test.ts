@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { LeaseLostError, type RunLease, RunLeasedError } from '../../../store/run-leases.ts';
+import { storeFacts } from '../store-facts.ts';
+import {
+  gatedCommits,
+  leaseMs,
+  under,
+  useLeaseFixture,
+  waitForLockWait,
+} from './postgres-lease-fixture.ts';
+
+const a = storeFacts('session_a');
+
+// The races of architecture/workers.md ("Leases and fencing"), each forced into one order.
+describe('postgresStore leases: appends racing lease changes', () => {
+  const f = useLeaseFixture();
+
+  it('refuses an append of the old epoch that waited on the session while the run was taken over', async () => {
+    const old = await f.acquired(f.w1, 'f.w1');
+    await f.w1.append('session_a', [under(old, a.runStarted('f1', 'run_1'))]);
+    // Another append holds the session's row: w1's next append waits for it inside its transaction.
+    const blocker = await f.admin.connect();
+    await blocker.query('BEGIN');
+    await blocker.query(
+      `SELECT 1 FROM "${f.database.schema}".sessions WHERE session_id = 'session_a' FOR UPDATE`,
+    );
+    const late = f.w1.append('session_a', [under(old, a.steering('f2', 'run_1'))]).then(
+      () => 'stored',
+      (error: unknown) => error,
+    );
+    await waitForLockWait(f.admin);
+    await f.expire('session_a', 'run_1');
+    const [taken] = await f.w2.takeOverExpiredLeases({ workerId: 'f.w2', leaseMs });
+    await blocker.query('COMMIT');
+    blocker.release();
+    const outcome = await late;
+    expect(LeaseLostError.isInstance(outcome)).toBe(true);
+    expect(outcome).toMatchObject({ epoch: 1, current: { workerId: 'f.w2', epoch: taken?.epoch } });
+    expect(await f.ids(f.w2)).toEqual(['f1']);
+  });
+
+  it('makes a takeover wait for an append of the old epoch that passed its lease check, so the new holder reads it', async () => {
+    const gate = gatedCommits(f.database.url);
+    const slow = f.database.open({ pool: gate.pool });
+    const lease = (await slow.acquireLease({
+      sessionId: 'session_a',
+      runId: 'run_1',
+      workerId: 'f.w1',
+      leaseMs: 1_500,
+    })) as { acquired: true; lease: RunLease };
+    const order: string[] = [];
+    gate.hold();
+    const append = slow
+      .append('session_a', [under(lease.lease, a.runStarted('f1', 'run_1'))])
+      .then(() => order.push('f.w1 committed'));
+    await gate.reached;
+    // The lease runs out while the append waits to commit (the database's own clock).
+    while ((await f.w2.leaseOf({ sessionId: 'session_a', runId: 'run_1' }))?.live) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(await f.w2.takeOverExpiredLeases({ workerId: 'f.w2', leaseMs })).toEqual([]);
+    const acquire = f.w2
+      .acquireLease({ sessionId: 'session_a', runId: 'run_1', workerId: 'f.w2', leaseMs })
+      .then((attempt) => {
+        order.push('f.w2 acquired');
+        return attempt;
+      });
+    await waitForLockWait(f.admin);
+    gate.release();
+    await append;
+    expect(await acquire).toMatchObject({ acquired: true, lease: { workerId: 'f.w2', epoch: 2 } });
+    expect(order).toEqual(['f.w1 committed', 'f.w2 acquired']);
+    expect(await f.ids(f.w2)).toEqual(['f1']);
+    await gate.end();
+  });
+
+  it("makes a run's first lease wait for an append without a lease in flight on the session", async () => {
+    const gate = gatedCommits(f.database.url);
+    const plain = f.database.open({ pool: gate.pool });
+    await plain.sessions();
+    const order: string[] = [];
+    gate.hold();
+    const append = plain
+      .append('session_a', [a.runStarted('f1', 'run_1')])
+      .then(() => order.push('appended'));
+    await gate.reached;
+    const acquire = f.w2
+      .acquireLease({ sessionId: 'session_a', runId: 'run_1', workerId: 'f.w2', leaseMs })
+      .then((attempt) => {
+        order.push('acquired');
+        return attempt;
+      });
+    await waitForLockWait(f.admin);
+    gate.release();
+    await append;
+    expect(await acquire).toMatchObject({ acquired: true, lease: { epoch: 1 } });
+    expect(order).toEqual(['appended', 'acquired']);
+    // Once the lease is in place, an append without it is refused.
+    await expect(plain.append('session_a', [a.steering('f2', 'run_1')])).rejects.toSatisfy(
+      RunLeasedError.isInstance,
+    );
+    await gate.end();
+  });
+});
