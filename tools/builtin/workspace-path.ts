@@ -88,51 +88,7 @@ export function openWorkspace(
     });
   }
 
-  function resolve(requested: string): WorkspacePath | { problem: string } {
-    if (requested.includes('\0')) return { problem: 'the path contains a NUL character' };
-    const lexical = path.resolve(real, requested);
-    if (!isInside(real, lexical)) {
-      return {
-        problem: path.isAbsolute(requested)
-          ? 'the path is absolute and outside the workspace root; use a path relative to the workspace root'
-          : 'the path leaves the workspace root (..); use a path inside the workspace root',
-      };
-    }
-    const segments = path.relative(real, lexical).split(path.sep).filter(Boolean);
-    let current = real;
-    for (const [index, segment] of segments.entries()) {
-      const next = path.join(current, segment);
-      let isLink: boolean;
-      try {
-        isLink = lstatSync(next).isSymbolicLink();
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT' || code === 'ENOTDIR') {
-          // The rest does not exist yet: it will be created under `current`, already checked.
-          const absolute = path.join(current, ...segments.slice(index));
-          return { absolute, relative: relativeTo(real, absolute), exists: false };
-        }
-        return { problem: `the path cannot be checked (${code ?? 'unknown error'})` };
-      }
-      if (!isLink) {
-        current = next;
-        continue;
-      }
-      let target: string;
-      try {
-        target = realpathSync(next);
-      } catch {
-        return { problem: 'the path goes through a symlink whose target does not exist' };
-      }
-      if (!isInside(real, target)) {
-        return {
-          problem: 'the path goes through a symlink that points outside the workspace root',
-        };
-      }
-      current = target;
-    }
-    return { absolute: current, relative: relativeTo(real, current), exists: true };
-  }
+  const resolve = (requested: string) => resolveInside(real, requested);
 
   return {
     root: real,
@@ -160,6 +116,57 @@ export function openWorkspace(
         });
     },
   };
+}
+
+/**
+ * `requested` checked against the real root `real`, segment by segment (see `Workspace.resolve`):
+ * a symlink on the way is followed only to a target inside the root; the first missing segment
+ * ends the walk, as what follows will be created under a folder already checked.
+ */
+function resolveInside(real: string, requested: string): WorkspacePath | { problem: string } {
+  if (requested.includes('\0')) return { problem: 'the path contains a NUL character' };
+  const lexical = path.resolve(real, requested);
+  if (!isInside(real, lexical)) {
+    return {
+      problem: path.isAbsolute(requested)
+        ? 'the path is absolute and outside the workspace root; use a path relative to the workspace root'
+        : 'the path leaves the workspace root (..); use a path inside the workspace root',
+    };
+  }
+  const segments = path.relative(real, lexical).split(path.sep).filter(Boolean);
+  let current = real;
+  for (const [index, segment] of segments.entries()) {
+    const next = path.join(current, segment);
+    let isLink: boolean;
+    try {
+      isLink = lstatSync(next).isSymbolicLink();
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') {
+        // The rest does not exist yet: it will be created under `current`, already checked.
+        const absolute = path.join(current, ...segments.slice(index));
+        return { absolute, relative: relativeTo(real, absolute), exists: false };
+      }
+      return { problem: `the path cannot be checked (${code ?? 'unknown error'})` };
+    }
+    if (!isLink) {
+      current = next;
+      continue;
+    }
+    let target: string;
+    try {
+      target = realpathSync(next);
+    } catch {
+      return { problem: 'the path goes through a symlink whose target does not exist' };
+    }
+    if (!isInside(real, target)) {
+      return {
+        problem: 'the path goes through a symlink that points outside the workspace root',
+      };
+    }
+    current = target;
+  }
+  return { absolute: current, relative: relativeTo(real, current), exists: true };
 }
 
 /** True when `candidate` (absolute) is `root` or below it. */
