@@ -8,14 +8,16 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { storeModule } from './checkout-module.ts';
 import { benchStore } from './store.ts';
 
 const rounds = 12;
+
 const readsPerProcess = 6;
 
 /** In a child: `readsPerProcess` cold reads of session `cold` with `root`'s store; CPU ms each. */
 async function readCold(root: string, dir: string): Promise<number[]> {
-  const { lowdbStore } = (await import(path.join(root, 'store/folder/lowdb-store.ts'))) as {
+  const { lowdbStore } = (await import(storeModule(root, 'folder/lowdb-store.ts'))) as {
     lowdbStore: typeof import('../store/folder/lowdb-store.ts').lowdbStore;
   };
   const times: number[] = [];

@@ -13,6 +13,7 @@ import type { Fact } from '../events/facts.ts';
 import { projectHistory } from '../events/project-history.ts';
 import type { Runtime } from '../runtime.ts';
 import type { EventStore } from '../store/event-store.ts';
+import { storeModule } from './checkout-module.ts';
 import { finishedRuns } from './long-session.ts';
 import { interleave, median, sampleLists } from './stats.ts';
 import { runStreamText } from './turnlog-side.ts';
@@ -27,7 +28,7 @@ if (base === undefined) throw new Error('usage: ab-session-length.ts <base check
 
 async function load(root: string): Promise<{ side: Side; store: Store }> {
   const side = (await import(path.join(root, 'bench/turnlog-side.ts'))) as Side;
-  const { memoryStore } = (await import(path.join(root, 'store/memory/memory-store.ts'))) as {
+  const { memoryStore } = (await import(storeModule(root, 'memory/memory-store.ts'))) as {
     memoryStore: Store;
   };
   return { side, store: memoryStore };

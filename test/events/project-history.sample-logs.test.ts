@@ -266,7 +266,7 @@ describe('projectHistory on the sample logs', () => {
             type: 'tool-result',
             callId: 'TfhovlIc1CvAiadd',
             name: 'runTests',
-            text: '2 failed, 41 passed\nFAIL test/store/folder/lowdb-store.test.ts > reopens after close\nFAIL test/events/project-turn.test.ts > sums usage',
+            text: '2 failed, 41 passed\nFAIL test/store/lowdb-store.test.ts > reopens after close\nFAIL test/events/project-turn.test.ts > sums usage',
             isError: false,
           },
         ],
@@ -277,7 +277,7 @@ describe('projectHistory on the sample logs', () => {
         content: [
           {
             type: 'text',
-            text: 'One store test fails: test/store/folder/lowdb-store.test.ts > reopens after close.',
+            text: 'One store test fails: test/store/lowdb-store.test.ts > reopens after close.',
           },
         ],
       },

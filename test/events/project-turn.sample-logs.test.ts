@@ -194,11 +194,11 @@ describe('projectTurn on the finished sample logs', () => {
         started: true,
         outcome: 'success',
         result:
-          '2 failed, 41 passed\nFAIL test/store/folder/lowdb-store.test.ts > reopens after close\nFAIL test/events/project-turn.test.ts > sums usage',
+          '2 failed, 41 passed\nFAIL test/store/lowdb-store.test.ts > reopens after close\nFAIL test/events/project-turn.test.ts > sums usage',
       }),
     ]);
     expect(view.runs[0]?.text).toBe(
-      'One store test fails: test/store/folder/lowdb-store.test.ts > reopens after close.',
+      'One store test fails: test/store/lowdb-store.test.ts > reopens after close.',
     );
     expect(view.usage).toEqual(usage(1809, 75, 317, undefined));
   });

@@ -97,8 +97,7 @@ describe('projectTurn rows of every sample log', () => {
   });
 
   it('gives the exact run and step rows of steering', () => {
-    const answer =
-      'One store test fails: test/store/folder/lowdb-store.test.ts > reopens after close.';
+    const answer = 'One store test fails: test/store/lowdb-store.test.ts > reopens after close.';
     const google = ['google.generative-ai', 'gemini-2.5-flash'];
     // biome-ignore format: one row per run and per step
     expect(rows('steering')).toStrictEqual({
