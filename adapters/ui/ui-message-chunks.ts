@@ -3,7 +3,7 @@ import { assertNever, type Fact, type FactOf, type FinishReason } from '../../ev
 import type { TurnEvent } from '../../machines/effects/turn-channel.ts';
 import { recordedStateHasTag } from '../../machines/pure/state-tags.ts';
 import type { TurnlogMessageMetadata, TurnlogUIMessageChunk } from './ui-message-types.ts';
-import { createToolChunks } from './ui-tool-chunks.ts';
+import { ToolChunks } from './ui-tool-chunks.ts';
 
 type Chunk = TurnlogUIMessageChunk;
 type Kind = 'text' | 'reasoning';
@@ -44,7 +44,7 @@ export function createChunkTranslator(ids: { sessionId: string; runId: string })
     status: 'running',
   };
   let step: StepState | undefined;
-  const tools = createToolChunks();
+  const tools = new ToolChunks();
   let steering: FactOf<'steering.received'>[] = [];
   let lastFinish: FinishReason | undefined;
   let stopReason: string | undefined;
