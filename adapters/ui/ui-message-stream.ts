@@ -1,7 +1,7 @@
 import type { Fact } from '../../events/facts.ts';
 import type { TurnEvent, TurnHandle } from '../../machines/effects/turn-channel.ts';
 import { recordedStateHasTag } from '../../machines/pure/state-tags.ts';
-import { createChunkTranslator } from './ui-message-chunks.ts';
+import { ChunkTranslator } from './ui-message-chunks.ts';
 import { foldChunks } from './ui-message-fold.ts';
 import type { TurnlogUIMessage, TurnlogUIMessageChunk } from './ui-message-types.ts';
 
@@ -49,7 +49,7 @@ export function toUIMessageStream(
   },
   options: ToUIMessageStreamOptions = {},
 ): ReadableStream<TurnlogUIMessageChunk> {
-  const translator = createChunkTranslator(turn);
+  const translator = new ChunkTranslator(turn);
   const afterSeq = options.afterSeq ?? 0;
   let iterator: AsyncIterator<TurnEvent> | Iterator<TurnEvent> | undefined;
   // An event read ahead to tell whether a waiting run has more to show.
@@ -153,7 +153,7 @@ export function toUIMessages(facts: readonly Fact[]): TurnlogUIMessage[] {
         parts: [{ type: 'text', text: started.input.text }],
       });
     }
-    const translator = createChunkTranslator(first);
+    const translator = new ChunkTranslator(first);
     const message: TurnlogUIMessage = { id: first.runId, role: 'assistant', parts: [] };
     for (const fact of run) foldChunks(message, translator.translate(fact));
     messages.push(message);
