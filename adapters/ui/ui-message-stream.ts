@@ -1,7 +1,7 @@
 import type { Fact } from '../../events/facts.ts';
 import type { TurnEvent, TurnHandle } from '../../machines/effects/turn-channel.ts';
 import { recordedStateHasTag } from '../../machines/pure/state-tags.ts';
-import { createChunkTranslator } from './ui-message-chunks.ts';
+import { ChunkTranslator } from './ui-message-chunks.ts';
 import { foldChunks } from './ui-message-fold.ts';
 import type { TurnlogUIMessage, TurnlogUIMessageChunk } from './ui-message-types.ts';
 
@@ -49,80 +49,122 @@ export function toUIMessageStream(
   },
   options: ToUIMessageStreamOptions = {},
 ): ReadableStream<TurnlogUIMessageChunk> {
-  const translator = createChunkTranslator(turn);
-  const afterSeq = options.afterSeq ?? 0;
-  let iterator: AsyncIterator<TurnEvent> | Iterator<TurnEvent> | undefined;
-  // An event read ahead to tell whether a waiting run has more to show.
-  let lookahead: Promise<IteratorResult<TurnEvent>> | undefined;
-  let sending = false;
-  let closed = false;
+  return new ReadableStream<TurnlogUIMessageChunk>(new RunChunkSource(turn, options));
+}
 
-  /** Lets go of the events; a `next()` still waiting resolves when the run moves on. */
-  function release() {
-    closed = true;
-    Promise.resolve(iterator?.return?.()).catch(() => {});
+type Controller = ReadableStreamDefaultController<TurnlogUIMessageChunk>;
+type StreamedTurn = Parameters<typeof toUIMessageStream>[0];
+
+/**
+ * The source of `toUIMessageStream`'s stream: reads the run's events one pull at a time,
+ * translates them, and sends the chunks after `afterSeq`, until the run ends or waits for a
+ * person.
+ */
+class RunChunkSource implements UnderlyingDefaultSource<TurnlogUIMessageChunk> {
+  readonly #runId: string;
+  readonly #events: AsyncIterable<TurnEvent> | Iterable<TurnEvent>;
+  readonly #translator: ChunkTranslator;
+  readonly #afterSeq: number;
+  #iterator: AsyncIterator<TurnEvent> | Iterator<TurnEvent> | undefined = undefined;
+  /** An event read ahead to tell whether a waiting run has more to show. */
+  #lookahead: Promise<IteratorResult<TurnEvent>> | undefined = undefined;
+  /** The `start` chunk went out: the client is caught up past `afterSeq`. */
+  #sending = false;
+  #closed = false;
+
+  constructor(turn: StreamedTurn, options: ToUIMessageStreamOptions) {
+    this.#runId = turn.runId;
+    this.#events = turn.events;
+    this.#translator = new ChunkTranslator(turn);
+    this.#afterSeq = options.afterSeq ?? 0;
   }
 
-  function close(controller: ReadableStreamDefaultController<TurnlogUIMessageChunk>) {
-    release();
-    controller.close();
-  }
-
-  return new ReadableStream<TurnlogUIMessageChunk>({
-    async pull(controller) {
-      iterator ??=
-        Symbol.asyncIterator in turn.events
-          ? turn.events[Symbol.asyncIterator]()
-          : turn.events[Symbol.iterator]();
-      const events = iterator;
-      while (!closed) {
-        let next: IteratorResult<TurnEvent>;
-        try {
-          next = await (lookahead ?? events.next());
-        } catch (error) {
-          if (!closed) controller.error(error);
-          closed = true;
-          return;
-        }
-        lookahead = undefined;
-        if (closed) return;
-        if (next.done) return close(controller);
-        const event = next.value;
-        const chunks = translator.translate(event);
-        // Until the fact at `afterSeq`, the client already has what these chunks add.
-        if (!sending && 'seq' in event && event.runId === turn.runId && event.seq > afterSeq) {
-          sending = true;
-          const metadata = translator.metadata();
-          controller.enqueue({ type: 'start', messageId: turn.runId, messageMetadata: metadata });
-        }
-        if (!sending || chunks.length === 0) continue;
-        for (const chunk of chunks) controller.enqueue(chunk);
-        const last = chunks.at(-1)?.type;
-        if (last === 'finish' || last === 'abort') return close(controller);
-        if ('seq' in event && recordedStateHasTag(event.state, 'needsPerson')) {
-          // Caught up with a run that waits for a person: the answers come in a new request.
-          // (Events already buffered resolve before a timer fires: a decision recorded before
-          // this stream started is shown, not mistaken for the wait.)
-          const ahead = Promise.resolve(events.next());
-          lookahead = ahead;
-          const moved = await Promise.race([
-            ahead.then(
-              () => true,
-              () => true,
-            ),
-            new Promise<false>((resolve) => setTimeout(resolve, 0, false)),
-          ]);
-          if (!moved && !closed) {
-            const messageMetadata = translator.metadata();
-            controller.enqueue({ type: 'finish', finishReason: 'tool-calls', messageMetadata });
-            close(controller);
-          }
-        }
+  /** Sends the chunks of the next event that adds any (or ends the stream). */
+  async pull(controller: Controller): Promise<void> {
+    const events = this.#openEvents();
+    while (!this.#closed) {
+      let next: IteratorResult<TurnEvent>;
+      try {
+        next = await (this.#lookahead ?? events.next());
+      } catch (error) {
+        if (!this.#closed) controller.error(error);
+        this.#closed = true;
         return;
       }
-    },
-    cancel: release,
-  });
+      this.#lookahead = undefined;
+      if (this.#closed) return;
+      if (next.done) return this.#close(controller);
+      const event = next.value;
+      const chunks = this.#translator.translate(event);
+      this.#startAfterSeq(controller, event);
+      if (!this.#sending || chunks.length === 0) continue;
+      for (const chunk of chunks) controller.enqueue(chunk);
+      const last = chunks.at(-1)?.type;
+      if (last === 'finish' || last === 'abort') return this.#close(controller);
+      if ('seq' in event && recordedStateHasTag(event.state, 'needsPerson')) {
+        await this.#finishIfWaiting(controller, events);
+      }
+      return;
+    }
+  }
+
+  /** Lets go of the events (the client went away). */
+  cancel(): void {
+    this.#release();
+  }
+
+  #openEvents(): AsyncIterator<TurnEvent> | Iterator<TurnEvent> {
+    const events = this.#events;
+    this.#iterator ??=
+      Symbol.asyncIterator in events ? events[Symbol.asyncIterator]() : events[Symbol.iterator]();
+    return this.#iterator;
+  }
+
+  /** Sends `start` at the first fact after `afterSeq`: until it, the client has what the chunks add. */
+  #startAfterSeq(controller: Controller, event: TurnEvent): void {
+    if (this.#sending || !('seq' in event) || event.runId !== this.#runId) return;
+    if (event.seq <= this.#afterSeq) return;
+    this.#sending = true;
+    const messageMetadata = this.#translator.metadata();
+    controller.enqueue({ type: 'start', messageId: this.#runId, messageMetadata });
+  }
+
+  /**
+   * Caught up with a run that waits for a person: ends the stream with `finish` (reason
+   * `tool-calls`) unless the run already moved on; the answers come in a new request.
+   */
+  async #finishIfWaiting(
+    controller: Controller,
+    events: AsyncIterator<TurnEvent> | Iterator<TurnEvent>,
+  ): Promise<void> {
+    // Events already buffered resolve before a timer fires: a decision recorded before this
+    // stream started is shown, not mistaken for the wait.
+    const ahead = Promise.resolve(events.next());
+    this.#lookahead = ahead;
+    const moved = await Promise.race([
+      ahead.then(
+        () => true,
+        () => true,
+      ),
+      new Promise<false>((resolve) => setTimeout(resolve, 0, false)),
+    ]);
+    if (!moved && !this.#closed) {
+      const messageMetadata = this.#translator.metadata();
+      controller.enqueue({ type: 'finish', finishReason: 'tool-calls', messageMetadata });
+      this.#close(controller);
+    }
+  }
+
+  /** Lets go of the events; a `next()` still waiting resolves when the run moves on. */
+  #release(): void {
+    this.#closed = true;
+    Promise.resolve(this.#iterator?.return?.()).catch(() => {});
+  }
+
+  #close(controller: Controller): void {
+    this.#release();
+    controller.close();
+  }
 }
 
 /**
@@ -135,15 +177,8 @@ export function toUIMessageStream(
  * const chat = new Chat({ id: sessionId, messages: toUIMessages(await runtime.facts(sessionId)) });
  */
 export function toUIMessages(facts: readonly Fact[]): TurnlogUIMessage[] {
-  const runs = new Map<string, Fact[]>();
-  for (const fact of facts) {
-    const key = `${fact.sessionId}\u0000${fact.runId}`;
-    const run = runs.get(key) ?? [];
-    run.push(fact);
-    runs.set(key, run);
-  }
   const messages: TurnlogUIMessage[] = [];
-  for (const run of runs.values()) {
+  for (const run of factsByRun(facts)) {
     const first = run[0] as Fact;
     const started = run.find((fact) => fact.type === 'run.started');
     if (started?.type === 'run.started') {
@@ -153,10 +188,22 @@ export function toUIMessages(facts: readonly Fact[]): TurnlogUIMessage[] {
         parts: [{ type: 'text', text: started.input.text }],
       });
     }
-    const translator = createChunkTranslator(first);
+    const translator = new ChunkTranslator(first);
     const message: TurnlogUIMessage = { id: first.runId, role: 'assistant', parts: [] };
     for (const fact of run) foldChunks(message, translator.translate(fact));
     messages.push(message);
   }
   return messages;
+}
+
+/** A log's facts per run, runs in the order they first appear. */
+function factsByRun(facts: readonly Fact[]): Iterable<Fact[]> {
+  const runs = new Map<string, Fact[]>();
+  for (const fact of facts) {
+    const key = `${fact.sessionId}\u0000${fact.runId}`;
+    const run = runs.get(key) ?? [];
+    run.push(fact);
+    runs.set(key, run);
+  }
+  return runs.values();
 }

@@ -39,21 +39,126 @@ const indeterminateReason =
  * settlement text: the AI SDK accepts nothing else after an approval (`validateUIMessages`).
  * Provider-executed tools' calls and results (`step.completed` content) are tool parts marked
  * `providerExecuted`, with no approval: turnlog never runs them.
+ *
+ * The chunks per fact:
+ *
+ * ```text
+ * step.completed             tool-input-available per call (after the step's content)
+ * tool.permission.requested  tool-approval-request, data-decision (what approve/deny record)
+ * tool.indeterminate         tool-approval-request, data-decision
+ * tool.permission.decided    asked: tool-approval-response, data-decision (with the decision)
+ *                            not asked (policy): tool-approval-request isAutomatic, -response
+ * tool.started               nothing
+ * tool.settled               [tool-approval-response approved: false, if never answered]
+ *                            tool-output-denied | tool-output-available | tool-output-error
+ * ```
  */
-export function createToolChunks() {
-  let stepId = '';
-  let calls = new Map<string, CallState>();
+export class ToolChunks {
+  /** The last completed step: its calls' approval ids name it (call ids repeat across steps). */
+  #stepId = '';
+  /** The calls of the last completed step not settled yet. */
+  #calls = new Map<string, CallState>();
   /** The provider-executed calls the run's message shows (a result may come steps later). */
-  const providerCalls = new Set<string>();
+  readonly #providerCalls = new Set<string>();
 
-  function request(
+  /** The step's calls as tool parts with their input (a withheld call's best-effort input). */
+  proposed(fact: FactOf<'step.completed'>): Chunk[] {
+    this.#stepId = fact.stepId;
+    this.#calls = new Map();
+    const out: Chunk[] = [];
+    for (const call of fact.toolCalls) {
+      if (this.#calls.has(call.callId)) continue;
+      this.#calls.set(call.callId, { name: call.name, inputHash: undefined, approval: undefined });
+      out.push({
+        type: 'tool-input-available',
+        toolCallId: call.callId,
+        toolName: call.name,
+        input: call.input,
+      });
+    }
+    return out;
+  }
+
+  /** True once the message has a part for this provider-executed call. */
+  showsProviderCall(callId: string): boolean {
+    return this.#providerCalls.has(callId);
+  }
+
+  /**
+   * A provider-executed tool's call or result (a `step.completed` content part) as the AI SDK
+   * shows one: a tool part marked `providerExecuted`, input-available, then output-available
+   * or output-error. turnlog never runs, asks about or settles these calls.
+   */
+  provider(part: ProviderToolCallPart | ProviderToolResultPart): Chunk[] {
+    const out: Chunk[] = [];
+    const toolCallId = part.callId;
+    const metadata =
+      part.providerOptions === undefined ? {} : { providerMetadata: part.providerOptions };
+    if (part.type === 'provider-tool-call' || !this.#providerCalls.has(toolCallId)) {
+      // A result whose call is not in this run's message gets a part of its own (input null:
+      // the run holds no input for it), so the output has a part to land on.
+      this.#providerCalls.add(toolCallId);
+      out.push({
+        type: 'tool-input-available',
+        toolCallId,
+        toolName: part.name,
+        input: part.type === 'provider-tool-call' ? part.input : null,
+        providerExecuted: true,
+        ...(part.type === 'provider-tool-call' ? metadata : {}),
+      });
+    }
+    if (part.type === 'provider-tool-call') return out;
+    if (part.isError) {
+      const errorText = typeof part.result === 'string' ? part.result : JSON.stringify(part.result);
+      out.push({
+        type: 'tool-output-error',
+        toolCallId,
+        errorText,
+        providerExecuted: true,
+        ...metadata,
+      });
+    } else {
+      out.push({
+        type: 'tool-output-available',
+        toolCallId,
+        output: part.result,
+        providerExecuted: true,
+        ...metadata,
+      });
+    }
+    return out;
+  }
+
+  /** The chunks a tool fact adds (none for a call the last completed step did not make). */
+  translate(fact: ToolFact): Chunk[] {
+    const call = this.#calls.get(fact.callId);
+    if (call === undefined) return [];
+    if ('inputHash' in fact) call.inputHash = fact.inputHash;
+    switch (fact.type) {
+      case 'tool.permission.requested':
+        return this.#approvalRequested(call, fact.callId, 'permission', fact.reason);
+      case 'tool.indeterminate':
+        return this.#approvalRequested(call, fact.callId, 'indeterminate', indeterminateReason);
+      case 'tool.permission.decided':
+        return this.#decided(call, fact);
+      case 'tool.settled':
+        return this.#settled(call, fact);
+      case 'tool.started':
+        return [];
+      default:
+        return assertNever(fact, 'tool fact');
+    }
+  }
+
+  /** A person is asked: the approval request, and what approving and denying record. */
+  #approvalRequested(
     call: CallState,
     callId: string,
     kind: 'permission' | 'indeterminate',
     reason?: string,
   ): Chunk[] {
     if (call.inputHash === undefined) return [];
-    const id = approvalId({ kind, stepId, callId, inputHash: call.inputHash });
+    const id = approvalId({ kind, stepId: this.#stepId, callId, inputHash: call.inputHash });
     call.approval = { id, kind, approved: undefined };
     return [
       {
@@ -70,7 +175,8 @@ export function createToolChunks() {
     ];
   }
 
-  function decided(call: CallState, fact: FactOf<'tool.permission.decided'>): Chunk[] {
+  /** The decision as the answer to the person's approval, or as an automatic approval. */
+  #decided(call: CallState, fact: FactOf<'tool.permission.decided'>): Chunk[] {
     const reason = fact.reason === undefined ? {} : { reason: fact.reason };
     const approved = fact.decision === 'allow' || fact.decision === 'report-unknown';
     const asked = call.approval;
@@ -78,7 +184,7 @@ export function createToolChunks() {
       // Decided without asking anyone: an automatic approval, as the AI SDK sends its own.
       const id = approvalId({
         kind: 'policy',
-        stepId,
+        stepId: this.#stepId,
         callId: fact.callId,
         inputHash: fact.inputHash,
       });
@@ -111,7 +217,8 @@ export function createToolChunks() {
     ];
   }
 
-  function settled(call: CallState, fact: FactOf<'tool.settled'>): Chunk[] {
+  /** The settlement as the tool's output, error or denial; the call is done. */
+  #settled(call: CallState, fact: FactOf<'tool.settled'>): Chunk[] {
     const out: Chunk[] = [];
     const toolCallId = fact.callId;
     if (call.approval !== undefined && call.approval.approved === undefined) {
@@ -133,97 +240,7 @@ export function createToolChunks() {
       // The settlement text says why, in words: withheld, invalid, failed, cancelled, unknown.
       out.push({ type: 'tool-output-error', toolCallId, errorText: fact.text });
     }
-    calls.delete(fact.callId);
+    this.#calls.delete(fact.callId);
     return out;
   }
-
-  return {
-    /** The step's calls as tool parts with their input (a withheld call's best-effort input). */
-    proposed(fact: FactOf<'step.completed'>): Chunk[] {
-      stepId = fact.stepId;
-      calls = new Map();
-      const out: Chunk[] = [];
-      for (const call of fact.toolCalls) {
-        if (calls.has(call.callId)) continue;
-        calls.set(call.callId, { name: call.name, inputHash: undefined, approval: undefined });
-        out.push({
-          type: 'tool-input-available',
-          toolCallId: call.callId,
-          toolName: call.name,
-          input: call.input,
-        });
-      }
-      return out;
-    },
-
-    /** True once the message has a part for this provider-executed call. */
-    showsProviderCall: (callId: string): boolean => providerCalls.has(callId),
-
-    /**
-     * A provider-executed tool's call or result (a `step.completed` content part) as the AI SDK
-     * shows one: a tool part marked `providerExecuted`, input-available, then output-available
-     * or output-error. turnlog never runs, asks about or settles these calls.
-     */
-    provider(part: ProviderToolCallPart | ProviderToolResultPart): Chunk[] {
-      const out: Chunk[] = [];
-      const toolCallId = part.callId;
-      const metadata =
-        part.providerOptions === undefined ? {} : { providerMetadata: part.providerOptions };
-      if (part.type === 'provider-tool-call' || !providerCalls.has(toolCallId)) {
-        // A result whose call is not in this run's message gets a part of its own (input null:
-        // the run holds no input for it), so the output has a part to land on.
-        providerCalls.add(toolCallId);
-        out.push({
-          type: 'tool-input-available',
-          toolCallId,
-          toolName: part.name,
-          input: part.type === 'provider-tool-call' ? part.input : null,
-          providerExecuted: true,
-          ...(part.type === 'provider-tool-call' ? metadata : {}),
-        });
-      }
-      if (part.type === 'provider-tool-call') return out;
-      if (part.isError) {
-        const errorText =
-          typeof part.result === 'string' ? part.result : JSON.stringify(part.result);
-        out.push({
-          type: 'tool-output-error',
-          toolCallId,
-          errorText,
-          providerExecuted: true,
-          ...metadata,
-        });
-      } else {
-        out.push({
-          type: 'tool-output-available',
-          toolCallId,
-          output: part.result,
-          providerExecuted: true,
-          ...metadata,
-        });
-      }
-      return out;
-    },
-
-    /** The chunks a tool fact adds (none for a call the last completed step did not make). */
-    translate(fact: ToolFact): Chunk[] {
-      const call = calls.get(fact.callId);
-      if (call === undefined) return [];
-      if ('inputHash' in fact) call.inputHash = fact.inputHash;
-      switch (fact.type) {
-        case 'tool.permission.requested':
-          return request(call, fact.callId, 'permission', fact.reason);
-        case 'tool.indeterminate':
-          return request(call, fact.callId, 'indeterminate', indeterminateReason);
-        case 'tool.permission.decided':
-          return decided(call, fact);
-        case 'tool.settled':
-          return settled(call, fact);
-        case 'tool.started':
-          return [];
-        default:
-          return assertNever(fact, 'tool fact');
-      }
-    },
-  };
 }

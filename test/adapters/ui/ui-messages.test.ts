@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { scriptedModel } from '../../../adapters/scripted-model.ts';
-import { createChunkTranslator } from '../../../adapters/ui/ui-message-chunks.ts';
+import { ChunkTranslator } from '../../../adapters/ui/ui-message-chunks.ts';
 import {
   decisionFromApproval,
   type TurnlogUIMessage,
@@ -160,7 +160,7 @@ describe('a live stream ends as the log rebuilds it', () => {
 
   it('replaces streamed text that differs from step.completed with the logged content', () => {
     const fact = factBuilder({ sessionId: 's', runId: 'r' });
-    const translator = createChunkTranslator({ sessionId: 's', runId: 'r' });
+    const translator = new ChunkTranslator({ sessionId: 's', runId: 'r' });
     const delta = (text: string): TransientEvent => ({
       type: 'text.delta',
       sessionId: 's',
