@@ -220,7 +220,7 @@ async function runStep({
           retryable: true,
           message: `The provider sent nothing for ${request.idleTimeoutMs} ms; the request was abandoned.`,
         },
-        observedOutput: recorders.some((recorder) => recorder.recorded.observedOutput),
+        observedOutput: recorders.some((recorder) => recorder.observedOutput),
       };
     }
     return complete({ recorders, sdkError, aborted: request.abortSignal, now });
@@ -228,7 +228,7 @@ async function runStep({
     return {
       type: 'step.failed',
       error: classifyProviderError(error, { observedOutput: false, aborted: false, now }),
-      observedOutput: recorders.some((recorder) => recorder.recorded.observedOutput),
+      observedOutput: recorders.some((recorder) => recorder.observedOutput),
     };
   }
 }
@@ -245,7 +245,7 @@ function complete({
   aborted: AbortSignal;
   now: (() => number) | undefined;
 }): ModelStepCompletion {
-  const recorded = recorders.at(-1)?.recorded;
+  const recorded = recorders.at(-1);
   const observedOutput = recorded?.observedOutput ?? false;
   const failed = (error: ProviderFailure): ModelStepCompletion => ({
     type: 'step.failed',
