@@ -171,7 +171,7 @@ async function runStep({
       throw error;
     }
     // The guard reads the model's own stream parts; the adapter reads the same parts after it.
-    const deltas = new DeltaForwarder(events);
+    const deltas = new DeltaForwarder(events, recorder);
     for await (const part of recorder.observe(result.stream)) {
       idle.touch();
       if (part.type === 'error') sdkError ??= { error: part.error };
@@ -228,12 +228,13 @@ function callOptions({
 /** Passes the model's deltas on as the step's events: text, reasoning and tool input. */
 class DeltaForwarder {
   readonly #events: EventQueue<ModelStepEvent>;
+  // The recorder saw each part before it gets here, so it knows the provider's own calls.
+  readonly #recorder: StreamRecorder;
   readonly #toolNames = new Map<string, string>();
-  /** Calls of tools the provider runs itself: their input streams, marked as theirs. */
-  readonly #providerExecuted = new Set<string>();
 
-  constructor(events: EventQueue<ModelStepEvent>) {
+  constructor(events: EventQueue<ModelStepEvent>, recorder: StreamRecorder) {
     this.#events = events;
+    this.#recorder = recorder;
   }
 
   forward(part: LanguageModelV4StreamPart): void {
@@ -244,14 +245,14 @@ class DeltaForwarder {
       this.#events.push({ type: 'reasoning.delta', text: part.delta });
     } else if (part.type === 'tool-input-start') {
       this.#toolNames.set(part.id, part.toolName);
-      if (part.providerExecuted === true) this.#providerExecuted.add(part.id);
     } else if (part.type === 'tool-input-delta' && part.delta.length > 0) {
       this.#events.push({
         type: 'tool.input.delta',
         callId: part.id,
         name: this.#toolNames.get(part.id) ?? '',
         delta: part.delta,
-        ...(this.#providerExecuted.has(part.id) ? { providerExecuted: true as const } : {}),
+        // A provider tool's input streams too, marked as the provider's.
+        ...(this.#recorder.isProviderExecuted(part.id) ? { providerExecuted: true as const } : {}),
       });
     }
   }

@@ -95,6 +95,11 @@ export class StreamRecorder implements RecordedRequest {
     this.#guard.observe({ type: 'abort' });
   }
 
+  /** Whether the call is of a tool the provider runs itself (its start part said so). */
+  isProviderExecuted(callId: string): boolean {
+    return this.#providerExecuted.has(callId);
+  }
+
   /** Records one raw part of the model's stream. */
   observePart(part: StreamPart): void {
     if (isOutput(part)) this.observedOutput = true;
