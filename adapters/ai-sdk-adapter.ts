@@ -1,4 +1,9 @@
-import type { LanguageModelV3, LanguageModelV4 } from '@ai-sdk/provider';
+import type {
+  LanguageModelV3,
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4StreamPart,
+} from '@ai-sdk/provider';
 import { filterActiveTools } from 'ai';
 import { prepareToolChoice, prepareTools, resolveLanguageModel } from 'ai/internal';
 import type { ProviderFailure, RequestCapture } from '../events/facts.ts';
@@ -16,7 +21,11 @@ import type {
 } from './model-adapter.ts';
 import { classifyProviderError, streamInterruptedFailure } from './provider-error.ts';
 import { createRequestHasher } from './request-hash.ts';
-import { createStreamRecorder, type StreamRecorder } from './stream-recorder.ts';
+import {
+  createStreamRecorder,
+  type RecordedRequest,
+  type StreamRecorder,
+} from './stream-recorder.ts';
 
 /** An AI SDK language model object: specification v3 (ai@6 providers) or v4 (ai@7 providers). */
 export type AiSdkLanguageModel = LanguageModelV3 | LanguageModelV4;
@@ -109,6 +118,7 @@ export function aiSdkAdapter(
   };
 }
 
+/** Makes the step's one provider request and streams its deltas; resolves, never rejects. */
 async function runStep({
   model,
   toPrompt,
@@ -124,20 +134,14 @@ async function runStep({
   now: (() => number) | undefined;
   settings: AiSdkAdapterOptions['settings'];
 }): Promise<ModelStepCompletion> {
-  const recorders: StreamRecorder[] = [];
+  let recorder: StreamRecorder | undefined;
   const idle = createIdleTimeout(request.idleTimeoutMs);
   const abortSignal = AbortSignal.any([request.abortSignal, idle.signal]);
-  const onAbort = () => {
-    for (const recorder of recorders) recorder.aborted();
-  };
+  const onAbort = () => recorder?.aborted();
   abortSignal.addEventListener('abort', onAbort, { once: true });
 
   let sdkError: { error: unknown } | undefined;
   try {
-    const toolNames = new Map<string, string>();
-    /** Calls of tools the provider runs itself: their input streams, marked as theirs. */
-    const providerExecuted = new Set<string>();
-    const { headers, ...sampling } = settings ?? {};
     // What experimental_streamLanguageModelCall does before its one doStream call, with the
     // SDK's own functions; the prompt converts only the messages this request adds.
     const prompt = await toPrompt({
@@ -156,52 +160,22 @@ async function runStep({
       }),
     });
     // One recorder (and so one guard) per physical request: concurrent steps never share one.
-    const recorder = createStreamRecorder({ maxOutputTokens: request.maxOutputTokens });
-    recorders.push(recorder);
+    recorder = createStreamRecorder({ maxOutputTokens: request.maxOutputTokens });
     if (abortSignal.aborted) recorder.aborted();
     let result: Awaited<ReturnType<LanguageModelV4['doStream']>>;
     try {
       // One model call: no loop, no retries (I4), errors thrown or streamed as data.
-      result = await model.doStream({
-        ...sampling,
-        maxOutputTokens: request.maxOutputTokens,
-        tools,
-        toolChoice: prepareToolChoice({ toolChoice: undefined }),
-        responseFormat: undefined,
-        prompt,
-        providerOptions: request.providerOptions,
-        abortSignal,
-        headers,
-        includeRawChunks: undefined,
-      });
+      result = await model.doStream(callOptions({ request, settings, prompt, tools, abortSignal }));
     } catch (error) {
       recorder.requestFailed(error);
       throw error;
     }
     // The guard reads the model's own stream parts; the adapter reads the same parts after it.
-    const stream = recorder.observe(result.stream);
-    // `if` rather than a switch: only these parts matter, and the union grows over versions.
-    for await (const part of stream) {
+    const deltas = new DeltaForwarder(events, recorder);
+    for await (const part of recorder.observe(result.stream)) {
       idle.touch();
-      if (part.type === 'text-delta' && part.delta.length > 0) {
-        events.push({ type: 'text.delta', text: part.delta });
-      } else if (part.type === 'reasoning-delta' && part.delta.length > 0) {
-        events.push({ type: 'reasoning.delta', text: part.delta });
-      } else if (part.type === 'tool-input-start') {
-        toolNames.set(part.id, part.toolName);
-        if (part.providerExecuted === true) providerExecuted.add(part.id);
-      } else if (part.type === 'tool-input-delta' && part.delta.length > 0) {
-        const name = toolNames.get(part.id) ?? '';
-        events.push({
-          type: 'tool.input.delta',
-          callId: part.id,
-          name,
-          delta: part.delta,
-          ...(providerExecuted.has(part.id) ? { providerExecuted: true as const } : {}),
-        });
-      } else if (part.type === 'error') {
-        sdkError ??= { error: part.error };
-      }
+      if (part.type === 'error') sdkError ??= { error: part.error };
+      else deltas.forward(part);
     }
   } catch (error) {
     sdkError ??= { error };
@@ -212,40 +186,92 @@ async function runStep({
   }
 
   try {
-    if (idle.fired && !request.abortSignal.aborted) {
-      return {
-        type: 'step.failed',
-        error: {
-          kind: 'timeout',
-          retryable: true,
-          message: `The provider sent nothing for ${request.idleTimeoutMs} ms; the request was abandoned.`,
-        },
-        observedOutput: recorders.some((recorder) => recorder.recorded.observedOutput),
-      };
-    }
-    return complete({ recorders, sdkError, aborted: request.abortSignal, now });
+    return complete({ recorded: recorder, sdkError, request, idleFired: idle.fired, now });
   } catch (error) {
     return {
       type: 'step.failed',
       error: classifyProviderError(error, { observedOutput: false, aborted: false, now }),
-      observedOutput: recorders.some((recorder) => recorder.recorded.observedOutput),
+      observedOutput: recorder?.observedOutput ?? false,
     };
+  }
+}
+
+/** The options of the step's one `doStream` call, as experimental_streamLanguageModelCall's. */
+function callOptions({
+  request,
+  settings,
+  prompt,
+  tools,
+  abortSignal,
+}: {
+  request: ModelStepRequest;
+  settings: AiSdkAdapterOptions['settings'];
+  prompt: LanguageModelV4CallOptions['prompt'];
+  tools: LanguageModelV4CallOptions['tools'];
+  abortSignal: AbortSignal;
+}): LanguageModelV4CallOptions {
+  const { headers, ...sampling } = settings ?? {};
+  return {
+    ...sampling,
+    maxOutputTokens: request.maxOutputTokens,
+    tools,
+    toolChoice: prepareToolChoice({ toolChoice: undefined }),
+    responseFormat: undefined,
+    prompt,
+    providerOptions: request.providerOptions,
+    abortSignal,
+    headers,
+    includeRawChunks: undefined,
+  };
+}
+
+/** Passes the model's deltas on as the step's events: text, reasoning and tool input. */
+class DeltaForwarder {
+  readonly #events: EventQueue<ModelStepEvent>;
+  // The recorder saw each part before it gets here, so it knows the provider's own calls.
+  readonly #recorder: StreamRecorder;
+  readonly #toolNames = new Map<string, string>();
+
+  constructor(events: EventQueue<ModelStepEvent>, recorder: StreamRecorder) {
+    this.#events = events;
+    this.#recorder = recorder;
+  }
+
+  forward(part: LanguageModelV4StreamPart): void {
+    // `if` rather than a switch: only these parts matter, and the union grows over versions.
+    if (part.type === 'text-delta' && part.delta.length > 0) {
+      this.#events.push({ type: 'text.delta', text: part.delta });
+    } else if (part.type === 'reasoning-delta' && part.delta.length > 0) {
+      this.#events.push({ type: 'reasoning.delta', text: part.delta });
+    } else if (part.type === 'tool-input-start') {
+      this.#toolNames.set(part.id, part.toolName);
+    } else if (part.type === 'tool-input-delta' && part.delta.length > 0) {
+      this.#events.push({
+        type: 'tool.input.delta',
+        callId: part.id,
+        name: this.#toolNames.get(part.id) ?? '',
+        delta: part.delta,
+        // A provider tool's input streams too, marked as the provider's.
+        ...(this.#recorder.isProviderExecuted(part.id) ? { providerExecuted: true as const } : {}),
+      });
+    }
   }
 }
 
 /** Turns what the request showed into the payload of the fact the step ends with. */
 function complete({
-  recorders,
+  recorded,
   sdkError,
-  aborted,
+  request,
+  idleFired,
   now,
 }: {
-  recorders: StreamRecorder[];
+  recorded: RecordedRequest | undefined;
   sdkError: { error: unknown } | undefined;
-  aborted: AbortSignal;
+  request: ModelStepRequest;
+  idleFired: boolean;
   now: (() => number) | undefined;
 }): ModelStepCompletion {
-  const recorded = recorders.at(-1)?.recorded;
   const observedOutput = recorded?.observedOutput ?? false;
   const failed = (error: ProviderFailure): ModelStepCompletion => ({
     type: 'step.failed',
@@ -253,6 +279,14 @@ function complete({
     observedOutput,
   });
 
+  const aborted = request.abortSignal;
+  if (idleFired && !aborted.aborted) {
+    return failed({
+      kind: 'timeout',
+      retryable: true,
+      message: `The provider sent nothing for ${request.idleTimeoutMs} ms; the request was abandoned.`,
+    });
+  }
   if (aborted.aborted) {
     return failed(classifyProviderError(aborted.reason, { observedOutput, aborted: true, now }));
   }

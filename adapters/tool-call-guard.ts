@@ -23,30 +23,17 @@ export type GuardEvent =
   | { type: 'error' }
   | { type: 'abort' };
 
-/** One tracker per physical request: observes its stream, then judges every resolved call. */
-export interface ToolCallGuard {
-  observe(event: GuardEvent): void;
-  /**
-   * One record per resolved call id, in the order the calls resolved. Call after the stream
-   * ended; judging earlier withholds everything (no finish yet).
-   */
-  judge(): ToolCallRecord[];
-}
-
 /** Options of {@link createToolCallGuard}. */
 export interface ToolCallGuardOptions {
   /** The output token limit the request was sent with; reaching it means a possible cut-off. */
   maxOutputTokens: number | undefined;
 }
 
-interface CallEvidence {
-  startedName: string | undefined;
-  bytes: string;
-  ended: boolean;
-  resolved: boolean;
-  /** The first ordering or duplication problem, phrased for the model. */
-  anomaly: string | undefined;
-}
+type InputEvent = Extract<
+  GuardEvent,
+  { type: 'tool-input-start' | 'tool-input-delta' | 'tool-input-end' }
+>;
+type ResolveEvent = Extract<GuardEvent, { type: 'tool-call' }>;
 
 interface Resolution {
   id: string;
@@ -74,85 +61,100 @@ type Verdict = { safe: true } | { safe: false; reason: string };
  * guard.observe({ type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_use' }, outputTokens: 12 });
  * guard.judge(); // [{ callId: 'call_1', name: 'readFile', input: { path: 'a.md' }, proof: 'raw-bytes' }]
  */
-export function createToolCallGuard({ maxOutputTokens }: ToolCallGuardOptions): ToolCallGuard {
-  const evidence = new Map<string, CallEvidence>();
-  const resolutions = new Map<string, Resolution>();
-  const finishes: { finishReason: FinishReason; outputTokens: number | undefined }[] = [];
-  let toolEvidenceAfterFinish = false;
-  let sawError = false;
-  let sawAbort = false;
+export function createToolCallGuard(options: ToolCallGuardOptions): ToolCallGuard {
+  return new ToolCallGuard(options);
+}
 
-  function evidenceFor(id: string): CallEvidence {
-    let call = evidence.get(id);
-    if (call === undefined) {
-      call = {
-        startedName: undefined,
-        bytes: '',
-        ended: false,
-        resolved: false,
-        anomaly: undefined,
-      };
-      evidence.set(id, call);
-    }
-    return call;
+/** One tracker per physical request: observes its stream, then judges every resolved call. */
+export class ToolCallGuard {
+  readonly #maxOutputTokens: number | undefined;
+  readonly #evidence = new Map<string, CallEvidence>();
+  readonly #resolutions = new Map<string, Resolution>();
+  readonly #finishes: { finishReason: FinishReason; outputTokens: number | undefined }[] = [];
+  #toolEvidenceAfterFinish = false;
+  #sawError = false;
+  #sawAbort = false;
+
+  constructor({ maxOutputTokens }: ToolCallGuardOptions) {
+    this.#maxOutputTokens = maxOutputTokens;
   }
 
-  function flag(call: CallEvidence, anomaly: string): void {
-    call.anomaly ??= anomaly;
-  }
-
-  function observeToolEvidence(event: Extract<GuardEvent, { id: string }>): void {
-    if (finishes.length > 0) toolEvidenceAfterFinish = true;
-    if (event.type === 'tool-call') {
-      const known = resolutions.get(event.id);
-      if (known !== undefined) {
-        known.duplicate = true;
-        return;
-      }
-      const call = evidence.get(event.id);
-      if (call !== undefined) call.resolved = true;
-      resolutions.set(event.id, {
-        id: event.id,
-        toolName: event.toolName,
-        input: event.input,
-        providerOptions: event.providerOptions,
-        endedWhenResolved: call?.ended === true,
-        duplicate: false,
-      });
-      return;
-    }
-    const call = evidenceFor(event.id);
-    if (call.resolved) flag(call, 'parts of it arrived after the call was already complete');
+  /** Takes one event of the request's stream, in raw stream order. */
+  observe(event: GuardEvent): void {
     switch (event.type) {
       case 'tool-input-start':
-        if (call.startedName !== undefined) flag(call, 'the response started it twice');
-        else if (call.ended || call.bytes.length > 0) flag(call, 'its parts arrived out of order');
-        call.startedName ??= event.toolName;
-        return;
       case 'tool-input-delta':
-        if (call.startedName === undefined) flag(call, 'its arguments arrived before it started');
-        if (call.ended) flag(call, 'its arguments arrived after its input had ended');
-        call.bytes += event.delta;
-        return;
       case 'tool-input-end':
-        if (call.startedName === undefined) flag(call, 'its input ended before it started');
-        if (call.ended) flag(call, 'its input ended twice');
-        call.ended = true;
+        this.#observeInput(event);
+        return;
+      case 'tool-call':
+        this.#observeResolution(event);
+        return;
+      case 'finish':
+        this.#finishes.push({ finishReason: event.finishReason, outputTokens: event.outputTokens });
+        return;
+      case 'error':
+        this.#sawError = true;
+        return;
+      case 'abort':
+        this.#sawAbort = true;
         return;
       default:
         assertNever(event, 'guard event');
     }
   }
 
-  function terminalVerdict(): Verdict {
-    if (sawAbort) return unsafe('the response was aborted before it finished');
-    if (sawError) return unsafe('the provider reported an error during the response');
-    const [finish, secondFinish] = finishes;
+  /**
+   * One record per resolved call id, in the order the calls resolved. Call after the stream
+   * ended; judging earlier withholds everything (no finish yet).
+   */
+  judge(): ToolCallRecord[] {
+    const terminal = this.#terminalVerdict();
+    const anyCallStreamedBytes = [...this.#evidence.values()].some((call) => call.bytes.length > 0);
+    return [...this.#resolutions.values()].map((resolution) =>
+      this.#judgeCall(resolution, terminal, anyCallStreamedBytes),
+    );
+  }
+
+  #observeInput(event: InputEvent): void {
+    if (this.#finishes.length > 0) this.#toolEvidenceAfterFinish = true;
+    let call = this.#evidence.get(event.id);
+    if (call === undefined) {
+      call = new CallEvidence();
+      this.#evidence.set(event.id, call);
+    }
+    call.observe(event);
+  }
+
+  #observeResolution(event: ResolveEvent): void {
+    if (this.#finishes.length > 0) this.#toolEvidenceAfterFinish = true;
+    const known = this.#resolutions.get(event.id);
+    if (known !== undefined) {
+      known.duplicate = true;
+      return;
+    }
+    const call = this.#evidence.get(event.id);
+    if (call !== undefined) call.resolved = true;
+    this.#resolutions.set(event.id, {
+      id: event.id,
+      toolName: event.toolName,
+      input: event.input,
+      providerOptions: event.providerOptions,
+      endedWhenResolved: call?.ended === true,
+      duplicate: false,
+    });
+  }
+
+  /** Whether the request as a whole shows that its calls are complete (checked before any call). */
+  #terminalVerdict(): Verdict {
+    if (this.#sawAbort) return unsafe('the response was aborted before it finished');
+    if (this.#sawError) return unsafe('the provider reported an error during the response');
+    const [finish, secondFinish] = this.#finishes;
     if (finish === undefined) {
       return unsafe('the response ended without a finish signal, so the call may be incomplete');
     }
     if (secondFinish !== undefined) return unsafe('the response reported more than one finish');
-    if (toolEvidenceAfterFinish)
+    if (this.#toolEvidenceAfterFinish)
       return unsafe('tool-call data arrived after the response finished');
     if (!isCleanFinish(finish.finishReason)) {
       const { unified, raw } = resolveFinishReason(finish.finishReason);
@@ -161,6 +163,7 @@ export function createToolCallGuard({ maxOutputTokens }: ToolCallGuardOptions): 
         `the response finished with reason "${unified}"${spelling}, which does not show that the call is complete`,
       );
     }
+    const maxOutputTokens = this.#maxOutputTokens;
     if (maxOutputTokens !== undefined) {
       if (finish.outputTokens === undefined) {
         return unsafe(
@@ -176,52 +179,45 @@ export function createToolCallGuard({ maxOutputTokens }: ToolCallGuardOptions): 
     return { safe: true };
   }
 
-  function judgeCall(
+  #judgeCall(
     resolution: Resolution,
     terminal: Verdict,
     anyCallStreamedBytes: boolean,
   ): ToolCallRecord {
     const projected = parseJsonObject(resolution.input);
-    const withhold = (reason: string): ToolCallRecord =>
-      record({
-        callId: resolution.id,
-        name: resolution.toolName,
-        input: projected.ok ? projected.value : {},
-        proof: null,
-        withheld: `This call was not run: ${reason}. If you still need it, call the tool again.`,
-        providerOptions: resolution.providerOptions,
-      });
-    const prove = (
-      name: string,
-      input: JsonObject,
-      proof: NonNullable<ToolCallRecord['proof']>,
-    ): ToolCallRecord =>
-      record({
-        callId: resolution.id,
-        name,
-        input,
-        proof,
-        providerOptions: resolution.providerOptions,
-      });
-
-    if (resolution.duplicate) return withhold('the response completed this call id more than once');
-    if (!terminal.safe) return withhold(terminal.reason);
-    const call = evidence.get(resolution.id);
+    if (resolution.duplicate) {
+      return withhold(resolution, projected, 'the response completed this call id more than once');
+    }
+    if (!terminal.safe) return withhold(resolution, projected, terminal.reason);
+    const call = this.#evidence.get(resolution.id);
     if (call === undefined) {
       // Rule 4: a provider that delivers calls whole streams no call's bytes at all.
       if (anyCallStreamedBytes) {
-        return withhold(`the response never started a call with id "${resolution.id}"`);
+        return withhold(
+          resolution,
+          projected,
+          `the response never started a call with id "${resolution.id}"`,
+        );
       }
-      if (!projected.ok)
-        return withhold(`its arguments are not a JSON object (${projected.error})`);
-      return prove(resolution.toolName, projected.value, 'whole-request');
+      if (!projected.ok) {
+        return withhold(
+          resolution,
+          projected,
+          `its arguments are not a JSON object (${projected.error})`,
+        );
+      }
+      return prove(resolution, resolution.toolName, projected.value, 'whole-request');
     }
-    if (call.anomaly !== undefined) return withhold(call.anomaly);
+    if (call.anomaly !== undefined) return withhold(resolution, projected, call.anomaly);
     const startedName = call.startedName;
-    if (startedName === undefined) return withhold('it was never started');
-    if (!resolution.endedWhenResolved) return withhold('its input had not ended when it completed');
+    if (startedName === undefined) return withhold(resolution, projected, 'it was never started');
+    if (!resolution.endedWhenResolved) {
+      return withhold(resolution, projected, 'its input had not ended when it completed');
+    }
     if (startedName.toLowerCase() !== resolution.toolName.toLowerCase()) {
       return withhold(
+        resolution,
+        projected,
         `it started as tool "${startedName}" but completed as tool "${resolution.toolName}"`,
       );
     }
@@ -230,51 +226,93 @@ export function createToolCallGuard({ maxOutputTokens }: ToolCallGuardOptions): 
       const streamed = parseJsonObject(call.bytes);
       if (!streamed.ok) {
         return withhold(
+          resolution,
+          projected,
           `its streamed arguments are not a complete JSON object (${streamed.error})`,
         );
       }
-      return prove(startedName, streamed.value, 'raw-bytes');
+      return prove(resolution, startedName, streamed.value, 'raw-bytes');
     }
     // Rule 3: a sibling streamed real bytes, so this provider streams arguments: none means {}.
-    if (anyCallStreamedBytes) return prove(startedName, {}, 'atomic');
-    if (!projected.ok) return withhold(`its arguments are not a JSON object (${projected.error})`);
-    return prove(startedName, projected.value, 'whole-request');
+    if (anyCallStreamedBytes) return prove(resolution, startedName, {}, 'atomic');
+    if (!projected.ok) {
+      return withhold(
+        resolution,
+        projected,
+        `its arguments are not a JSON object (${projected.error})`,
+      );
+    }
+    return prove(resolution, startedName, projected.value, 'whole-request');
+  }
+}
+
+/** What the stream showed of one call id before and after it resolved. */
+class CallEvidence {
+  startedName: string | undefined = undefined;
+  bytes = '';
+  ended = false;
+  resolved = false;
+  /** The first ordering or duplication problem, phrased for the model. */
+  anomaly: string | undefined = undefined;
+
+  observe(event: InputEvent): void {
+    if (this.resolved) this.#flag('parts of it arrived after the call was already complete');
+    switch (event.type) {
+      case 'tool-input-start':
+        if (this.startedName !== undefined) this.#flag('the response started it twice');
+        else if (this.ended || this.bytes.length > 0) this.#flag('its parts arrived out of order');
+        this.startedName ??= event.toolName;
+        return;
+      case 'tool-input-delta':
+        if (this.startedName === undefined) this.#flag('its arguments arrived before it started');
+        if (this.ended) this.#flag('its arguments arrived after its input had ended');
+        this.bytes += event.delta;
+        return;
+      case 'tool-input-end':
+        if (this.startedName === undefined) this.#flag('its input ended before it started');
+        if (this.ended) this.#flag('its input ended twice');
+        this.ended = true;
+        return;
+      default:
+        assertNever(event, 'guard event');
+    }
   }
 
-  return {
-    observe(event) {
-      switch (event.type) {
-        case 'tool-input-start':
-        case 'tool-input-delta':
-        case 'tool-input-end':
-        case 'tool-call':
-          observeToolEvidence(event);
-          return;
-        case 'finish':
-          finishes.push({ finishReason: event.finishReason, outputTokens: event.outputTokens });
-          return;
-        case 'error':
-          sawError = true;
-          return;
-        case 'abort':
-          sawAbort = true;
-          return;
-        default:
-          assertNever(event, 'guard event');
-      }
-    },
-    judge() {
-      const terminal = terminalVerdict();
-      const anyCallStreamedBytes = [...evidence.values()].some((call) => call.bytes.length > 0);
-      return [...resolutions.values()].map((resolution) =>
-        judgeCall(resolution, terminal, anyCallStreamedBytes),
-      );
-    },
-  };
+  #flag(anomaly: string): void {
+    this.anomaly ??= anomaly;
+  }
 }
 
 function unsafe(reason: string): Verdict {
   return { safe: false, reason };
+}
+
+/** The record of a call that is not run, with a best-effort input for history. */
+function withhold(resolution: Resolution, projected: Parsed, reason: string): ToolCallRecord {
+  return record({
+    callId: resolution.id,
+    name: resolution.toolName,
+    input: projected.ok ? projected.value : {},
+    proof: null,
+    withheld: `This call was not run: ${reason}. If you still need it, call the tool again.`,
+    providerOptions: resolution.providerOptions,
+  });
+}
+
+/** The record of a proven call: the name and input it runs with. */
+function prove(
+  resolution: Resolution,
+  name: string,
+  input: JsonObject,
+  proof: NonNullable<ToolCallRecord['proof']>,
+): ToolCallRecord {
+  return record({
+    callId: resolution.id,
+    name,
+    input,
+    proof,
+    providerOptions: resolution.providerOptions,
+  });
 }
 
 /** Builds a record without `undefined` properties, so it is plain JSON. */
