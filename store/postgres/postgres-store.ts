@@ -26,7 +26,7 @@ import {
 import { StoreOpenError } from './postgres-errors.ts';
 import { appendFacts, readFacts } from './postgres-facts.ts';
 import { postgresInbox } from './postgres-inbox.ts';
-import { postgresLeases } from './postgres-leases.ts';
+import { PostgresLeases } from './postgres-leases.ts';
 import { migrate } from './postgres-migrations.ts';
 import { PostgresNotifications } from './postgres-notifications.ts';
 import { FactSubscriptions } from './postgres-subscriptions.ts';
@@ -113,7 +113,7 @@ class PostgresEventStore implements PostgresStore {
       },
       read: (sessionId, fromSeq) => this.#read(sessionId, fromSeq),
     });
-    this.#leases = postgresLeases(this.#pool, this.#schema);
+    this.#leases = new PostgresLeases(this.#pool, this.#schema);
     this.#inbox = postgresInbox({
       pool: this.#pool,
       schema: this.#schema,
