@@ -25,7 +25,7 @@ import {
 } from './postgres-connection.ts';
 import { StoreOpenError } from './postgres-errors.ts';
 import { appendFacts, readFacts } from './postgres-facts.ts';
-import { postgresInbox } from './postgres-inbox.ts';
+import { PostgresInbox } from './postgres-inbox.ts';
 import { PostgresLeases } from './postgres-leases.ts';
 import { migrate } from './postgres-migrations.ts';
 import { PostgresNotifications } from './postgres-notifications.ts';
@@ -71,7 +71,7 @@ class PostgresEventStore implements PostgresStore {
   readonly #notifications: PostgresNotifications;
   readonly #subscriptions: FactSubscriptions;
   readonly #leases: RunLeases;
-  readonly #inbox: RunInbox & { close(error: Error): void };
+  readonly #inbox: PostgresInbox;
   readonly #partialChars: number;
   readonly #appends = new Map<string, Promise<unknown>>();
   readonly #partialWrites = new Map<string, Promise<unknown>>();
@@ -114,7 +114,7 @@ class PostgresEventStore implements PostgresStore {
       read: (sessionId, fromSeq) => this.#read(sessionId, fromSeq),
     });
     this.#leases = new PostgresLeases(this.#pool, this.#schema);
-    this.#inbox = postgresInbox({
+    this.#inbox = new PostgresInbox({
       pool: this.#pool,
       schema: this.#schema,
       notifications: this.#notifications,
