@@ -1,5 +1,5 @@
 import type { Fact } from './facts.ts';
-import { collectRuns, type RunFacts } from './run-facts.ts';
+import { collectRuns, type RunFacts, type StepFacts } from './run-facts.ts';
 
 /** The kinds of damage a log can show. Each breaks a rule of architecture/invariants.md, "The rules of the log". */
 export type DamageKind =
@@ -111,112 +111,152 @@ function sequenceDamage(facts: readonly Fact[]): LogDamage[] {
 }
 
 function runDamage(run: RunFacts): LogDamage[] {
-  const damage: LogDamage[] = [];
-  const name = `run ${run.runId}`;
-  const add = (
-    kind: DamageKind,
-    facts: readonly Fact[],
-    message: string,
-    where: { stepId?: string; callId?: string } = {},
-  ) =>
-    damage.push({
-      kind,
-      sessionId: run.sessionId,
-      runId: run.runId,
-      stepId: where.stepId,
-      callId: where.callId,
-      seqs: seqsOf(facts),
-      message,
-    });
+  return [
+    ...runStartDamage(run),
+    ...runEndDamage(run),
+    ...run.steps.flatMap((step) => stepDamage(run, step)),
+    ...run.unmatched.map((fact) =>
+      runFinding(
+        run,
+        'tool-fact-without-call',
+        [fact],
+        `run ${run.runId}: ${fact.type} at seq ${fact.seq} names call ${fact.callId}, which is not a call of the step completed last before it`,
+        { callId: fact.callId },
+      ),
+    ),
+  ];
+}
 
+/** A run that does not begin with `run.started`, or has more than one. */
+function runStartDamage(run: RunFacts): LogDamage[] {
+  const damage: LogDamage[] = [];
   const first = run.facts[0];
   if (first !== undefined && first.type !== 'run.started') {
-    add(
-      'missing-run-started',
-      [first],
-      `${name} begins with ${first.type} at seq ${first.seq}, not run.started`,
+    damage.push(
+      runFinding(
+        run,
+        'missing-run-started',
+        [first],
+        `run ${run.runId} begins with ${first.type} at seq ${first.seq}, not run.started`,
+      ),
     );
   }
   if (run.runStarted.length > 1) {
-    add(
-      'duplicate-run-started',
-      run.runStarted,
-      `${name} has ${count(run.runStarted, 'run.started facts')}`,
+    damage.push(
+      runFinding(
+        run,
+        'duplicate-run-started',
+        run.runStarted,
+        `run ${run.runId} has ${count(run.runStarted, 'run.started facts')}`,
+      ),
     );
   }
+  return damage;
+}
+
+/** I7: a second `run.ended`, and every other fact after the first. */
+function runEndDamage(run: RunFacts): LogDamage[] {
   const ended = run.runEnded[0];
-  if (ended !== undefined) {
-    if (run.runEnded.length > 1) {
-      add(
+  if (ended === undefined) return [];
+  const name = `run ${run.runId}`;
+  const damage: LogDamage[] = [];
+  if (run.runEnded.length > 1) {
+    damage.push(
+      runFinding(
+        run,
         'duplicate-run-ended',
         run.runEnded,
         `${name} has ${count(run.runEnded, 'run.ended facts')}; I7 allows one`,
-      );
-    }
-    for (const fact of run.facts.slice(run.facts.indexOf(ended) + 1)) {
-      if (fact.type === 'run.ended') continue;
-      add(
+      ),
+    );
+  }
+  for (const fact of run.facts.slice(run.facts.indexOf(ended) + 1)) {
+    if (fact.type === 'run.ended') continue;
+    damage.push(
+      runFinding(
+        run,
         'fact-after-run-ended',
         [fact],
         `${name}: ${fact.type} at seq ${fact.seq} follows its run.ended at seq ${ended.seq}`,
-        {
-          callId: 'callId' in fact ? fact.callId : undefined,
-        },
-      );
-    }
+        { callId: 'callId' in fact ? fact.callId : undefined },
+      ),
+    );
   }
-  for (const step of run.steps) {
-    const stepName = `${name} step ${step.stepId}`;
-    const { stepId } = step;
-    if (step.completions.length > 1) {
-      add(
+  return damage;
+}
+
+/** A step completed twice, a call listed twice, and (I5, I6) a call started or settled twice. */
+function stepDamage(run: RunFacts, step: StepFacts): LogDamage[] {
+  const stepName = `run ${run.runId} step ${step.stepId}`;
+  const { stepId } = step;
+  const damage: LogDamage[] = [];
+  if (step.completions.length > 1) {
+    damage.push(
+      runFinding(
+        run,
         'duplicate-step-completed',
         step.completions,
         `${stepName} has ${count(step.completions, 'step.completed facts')}`,
         { stepId },
-      );
-    }
-    for (const call of step.duplicateCalls) {
-      add(
+      ),
+    );
+  }
+  for (const call of step.duplicateCalls) {
+    damage.push(
+      runFinding(
+        run,
         'duplicate-call-id',
         step.completions.slice(0, 1),
         `${stepName} lists call ${call.callId} more than once`,
-        {
-          stepId,
-          callId: call.callId,
-        },
-      );
-    }
-    for (const { call, started, settled } of step.calls) {
-      const where = { stepId, callId: call.callId };
-      const callName = `${stepName} call ${call.callId}`;
-      if (started.length > 1) {
-        add(
+        { stepId, callId: call.callId },
+      ),
+    );
+  }
+  for (const { call, started, settled } of step.calls) {
+    const where = { stepId, callId: call.callId };
+    const callName = `${stepName} call ${call.callId}`;
+    if (started.length > 1) {
+      damage.push(
+        runFinding(
+          run,
           'duplicate-tool-started',
           started,
           `${callName} was started ${started.length} times (seq ${seqsOf(started).join(', ')}); I5 allows one`,
           where,
-        );
-      }
-      if (settled.length > 1) {
-        add(
+        ),
+      );
+    }
+    if (settled.length > 1) {
+      damage.push(
+        runFinding(
+          run,
           'duplicate-tool-settled',
           settled,
           `${callName} has ${count(settled, 'tool.settled facts')}; I6 allows one`,
           where,
-        );
-      }
+        ),
+      );
     }
   }
-  for (const fact of run.unmatched) {
-    add(
-      'tool-fact-without-call',
-      [fact],
-      `${name}: ${fact.type} at seq ${fact.seq} names call ${fact.callId}, which is not a call of the step completed last before it`,
-      { callId: fact.callId },
-    );
-  }
   return damage;
+}
+
+function runFinding(
+  run: RunFacts,
+  kind: DamageKind,
+  facts: readonly Fact[],
+  message: string,
+  where: { stepId?: string; callId?: string } = {},
+): LogDamage {
+  return {
+    kind,
+    sessionId: run.sessionId,
+    runId: run.runId,
+    stepId: where.stepId,
+    callId: where.callId,
+    seqs: seqsOf(facts),
+    message,
+  };
 }
 
 function sessionFinding(

@@ -59,31 +59,38 @@ export interface HistoryProjection {
  * const messages = history.project(driver.facts, { provider: adapter.provider });
  */
 export function createHistoryProjection(): HistoryProjection {
+  return new IncrementalHistory();
+}
+
+class IncrementalHistory implements HistoryProjection {
   /** The array read last, and the facts read so far (the projection's own list of them). */
-  let array: readonly Fact[] | undefined;
-  let read: Fact[] = [];
-  let history: HistoryFold | undefined;
-  return {
-    project(facts, { provider }) {
-      if (history === undefined || history.provider !== provider || !continues(facts)) {
-        history = new HistoryFold(provider);
-        read = [];
-      }
-      array = facts;
-      for (let index = read.length; index < facts.length; index += 1) {
-        const fact = facts[index] as Fact;
-        read.push(fact);
-        history.add(fact);
-      }
-      return history.messages();
-    },
-  };
+  #array: readonly Fact[] | undefined;
+  #read: Fact[] = [];
+  #history: HistoryFold | undefined;
+
+  project(facts: readonly Fact[], { provider }: ProjectHistoryOptions): ModelMessage[] {
+    let history = this.#history;
+    if (history === undefined || history.provider !== provider || !this.#continues(facts)) {
+      history = new HistoryFold(provider);
+      this.#history = history;
+      this.#read = [];
+    }
+    this.#array = facts;
+    const read = this.#read;
+    for (let index = read.length; index < facts.length; index += 1) {
+      const fact = facts[index] as Fact;
+      read.push(fact);
+      history.add(fact);
+    }
+    return history.messages();
+  }
 
   /** Whether `facts` starts with the very facts read so far (the same objects, in order). */
-  function continues(facts: readonly Fact[]): boolean {
+  #continues(facts: readonly Fact[]): boolean {
+    const read = this.#read;
     if (facts.length < read.length) return false;
     // The array read last, grown at its end: its last fact read is still in its place.
-    if (facts === array) return read.length === 0 || facts[read.length - 1] === read.at(-1);
+    if (facts === this.#array) return read.length === 0 || facts[read.length - 1] === read.at(-1);
     for (let index = read.length - 1; index >= 0; index -= 1) {
       if (facts[index] !== read[index]) return false;
     }

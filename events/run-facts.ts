@@ -99,38 +99,16 @@ export interface IndexedFact {
  * The shared index built one fact at a time, so a projection can follow a growing log without
  * reading it again: `add` files each fact and says where it went.
  */
-export interface RunIndex {
-  /** Files the next fact of the log (log order). */
-  add(fact: Fact): IndexedFact;
-  /** The runs so far, in order of each run's first fact. */
-  runs(): RunFacts[];
-}
-
-/** An empty `RunIndex` (see `collectRuns` for the rules it files facts by). */
-export function createRunIndex(): RunIndex {
-  const runs = new Map<string, RunFacts>();
-  const steps = new Map<RunFacts, Map<string, StepFacts>>();
-  const lastCompleted = new Map<RunFacts, StepFacts>();
+export class RunIndex {
+  readonly #runs = new Map<string, RunFacts>();
+  readonly #steps = new Map<RunFacts, Map<string, StepFacts>>();
+  readonly #lastCompleted = new Map<RunFacts, StepFacts>();
   // A log holds long stretches of one run: the run of the previous fact is looked up first.
-  let current: { run: RunFacts; steps: Map<string, StepFacts> } | undefined;
+  #current: { run: RunFacts; steps: Map<string, StepFacts> } | undefined;
 
-  function runOf(fact: Fact) {
-    if (current?.run.runId === fact.runId && current.run.sessionId === fact.sessionId) {
-      return current;
-    }
-    const key = `${fact.sessionId}\u0000${fact.runId}`;
-    let run = runs.get(key);
-    if (run === undefined) {
-      run = emptyRun(fact);
-      runs.set(key, run);
-      steps.set(run, new Map());
-    }
-    current = { run, steps: steps.get(run) ?? new Map<string, StepFacts>() };
-    return current;
-  }
-
-  function add(fact: Fact): IndexedFact {
-    const { run, steps: runSteps } = runOf(fact);
+  /** Files the next fact of the log (log order). */
+  add(fact: Fact): IndexedFact {
+    const { run, steps } = this.#runOf(fact);
     run.facts.push(fact);
     if (fact.state !== undefined) run.lastState = fact.state;
     const filed: IndexedFact = { run, step: undefined, call: undefined };
@@ -146,46 +124,27 @@ export function createRunIndex(): RunIndex {
         run.steering.push(fact);
         break;
       case 'step.started':
-        filed.step = stepOf(run, runSteps, fact.stepId);
+        filed.step = stepOf(run, steps, fact.stepId);
         filed.step.attempts.push(fact);
         break;
       case 'step.failed':
-        filed.step = stepOf(run, runSteps, fact.stepId);
+        filed.step = stepOf(run, steps, fact.stepId);
         filed.step.failures.push(fact);
         break;
       case 'retry.due':
-        filed.step = stepOf(run, runSteps, fact.stepId);
+        filed.step = stepOf(run, steps, fact.stepId);
         filed.step.retries.push(fact);
         break;
-      case 'step.completed': {
-        const step = stepOf(run, runSteps, fact.stepId);
-        step.completions.push(fact);
-        if (step.completions.length === 1) {
-          step.completedAttempt = step.attempts.at(-1);
-          indexCalls(step, fact.toolCalls);
-        }
-        lastCompleted.set(run, step);
-        filed.step = step;
+      case 'step.completed':
+        filed.step = this.#fileCompletion(run, stepOf(run, steps, fact.stepId), fact);
         break;
-      }
       case 'tool.permission.requested':
       case 'tool.permission.decided':
       case 'tool.started':
       case 'tool.settled':
-      case 'tool.indeterminate': {
-        const step = lastCompleted.get(run);
-        const call = step?.calls.find((entry) => entry.call.callId === fact.callId);
-        if (call === undefined) {
-          run.unmatched.push(fact);
-          break;
-        }
-        call.facts.push(fact);
-        if (fact.type === 'tool.started') call.started.push(fact);
-        if (fact.type === 'tool.settled') call.settled.push(fact);
-        filed.step = step;
-        filed.call = call;
+      case 'tool.indeterminate':
+        this.#fileToolFact(run, fact, filed);
         break;
-      }
       case 'compaction.started':
       case 'compaction.completed':
       case 'compaction.failed':
@@ -198,7 +157,57 @@ export function createRunIndex(): RunIndex {
     return filed;
   }
 
-  return { add, runs: () => [...runs.values()] };
+  /** The runs so far, in order of each run's first fact. */
+  runs(): RunFacts[] {
+    return [...this.#runs.values()];
+  }
+
+  #runOf(fact: Fact): { run: RunFacts; steps: Map<string, StepFacts> } {
+    const current = this.#current;
+    if (current?.run.runId === fact.runId && current.run.sessionId === fact.sessionId) {
+      return current;
+    }
+    const key = `${fact.sessionId}\u0000${fact.runId}`;
+    let run = this.#runs.get(key);
+    if (run === undefined) {
+      run = emptyRun(fact);
+      this.#runs.set(key, run);
+      this.#steps.set(run, new Map());
+    }
+    this.#current = { run, steps: this.#steps.get(run) ?? new Map<string, StepFacts>() };
+    return this.#current;
+  }
+
+  /** The first completion of a step gives it its calls; any later one is kept as damage. */
+  #fileCompletion(run: RunFacts, step: StepFacts, fact: FactOf<'step.completed'>): StepFacts {
+    step.completions.push(fact);
+    if (step.completions.length === 1) {
+      step.completedAttempt = step.attempts.at(-1);
+      indexCalls(step, fact.toolCalls);
+    }
+    this.#lastCompleted.set(run, step);
+    return step;
+  }
+
+  /** A tool fact goes to its call in the run's last completed step, or to `unmatched`. */
+  #fileToolFact(run: RunFacts, fact: ToolFact, filed: IndexedFact): void {
+    const step = this.#lastCompleted.get(run);
+    const call = step?.calls.find((entry) => entry.call.callId === fact.callId);
+    if (call === undefined) {
+      run.unmatched.push(fact);
+      return;
+    }
+    call.facts.push(fact);
+    if (fact.type === 'tool.started') call.started.push(fact);
+    if (fact.type === 'tool.settled') call.settled.push(fact);
+    filed.step = step;
+    filed.call = call;
+  }
+}
+
+/** An empty `RunIndex` (see `collectRuns` for the rules it files facts by). */
+export function createRunIndex(): RunIndex {
+  return new RunIndex();
 }
 
 /**

@@ -19,6 +19,7 @@ import {
   listSessionFolder,
   mapLimit,
   type SegmentName,
+  type SessionListing,
   sessionRecordName,
 } from './session-files.ts';
 import {
@@ -27,6 +28,7 @@ import {
   readSessionRecord,
   recordOf,
   type SegmentEntry,
+  type SessionRecord,
   writeSessionRecord,
 } from './session-record.ts';
 import { type StoreFs, syncFolder } from './store-fs.ts';
@@ -67,68 +69,97 @@ export async function loadSession(options: {
   folder: string;
   sessionId: string;
 }): Promise<LoadedSession> {
-  const { fs, folder, sessionId } = options;
-  const log = new SessionLog({ sessionId, storeName: 'lowdbStore' });
-  const openRuns = new Map<string, OpenRun>();
-  const listing = await listSessionFolder(fs, folder, { removeTemps: true });
-  if (listing === undefined) {
-    return { log, segments: [], tail: undefined, openRuns, onDisk: false, findings: [] };
+  const load = new SessionLoad(options);
+  const listing = await listSessionFolder(options.fs, options.folder, { removeTemps: true });
+  if (listing === undefined) return load.loaded({ onDisk: false });
+  await load.restoreSegments(listing);
+  // The session is valid: finish what a crash interrupted, and say so.
+  await load.finishInterrupted();
+  return load.loaded({ onDisk: true });
+}
+
+/** One load of a session: what is restored so far, segment by segment, and what it found. */
+class SessionLoad {
+  readonly #fs: StoreFs;
+  readonly #folder: string;
+  readonly #sessionId: string;
+  readonly #log: SessionLog;
+  readonly #openRuns = new Map<string, OpenRun>();
+  readonly #segments: SegmentEntry[] = [];
+  readonly #findings: StoreFinding[] = [];
+  #tail: Low<SegmentFile> | undefined;
+  #record: SessionRecord | undefined;
+  /** The newest segment when the record does not list it yet (a crash after creating it). */
+  #unlisted: SegmentName | undefined;
+  /** That segment when it holds no complete fact: its creation was cut short. */
+  #unacknowledged: ReadSegment | undefined;
+
+  constructor(options: { fs: StoreFs; folder: string; sessionId: string }) {
+    this.#fs = options.fs;
+    this.#folder = options.folder;
+    this.#sessionId = options.sessionId;
+    this.#log = new SessionLog({ sessionId: options.sessionId, storeName: 'lowdbStore' });
   }
-  const record = listing.hasRecord ? await readSessionRecord(fs, folder) : undefined;
-  const unlisted = checkListing(listing, record, { folder, sessionId });
-  const files = await mapLimit(listing.segments, 8, (segment) => readSegment(fs, folder, segment));
-  const segments: SegmentEntry[] = [];
-  let tail: Low<SegmentFile> | undefined;
-  let unacknowledged: ReadSegment | undefined;
-  for (const [position, segment] of files.entries()) {
-    const last = position === files.length - 1;
-    const firstSeq = log.lastSeq + 1;
-    const before = summary(openRuns);
+
+  /** Checks the folder against its record, then reads and restores every segment in order. */
+  async restoreSegments(listing: SessionListing): Promise<void> {
+    const fs = this.#fs;
+    const folder = this.#folder;
+    this.#record = listing.hasRecord ? await readSessionRecord(fs, folder) : undefined;
+    this.#unlisted = checkListing(listing, this.#record, { folder, sessionId: this.#sessionId });
+    const files = await mapLimit(listing.segments, 8, (segment) =>
+      readSegment(fs, folder, segment),
+    );
+    for (const [position, segment] of files.entries()) {
+      const restored = this.#restoreSegment(segment, {
+        position,
+        last: position === files.length - 1,
+      });
+      if (!restored) break;
+    }
+  }
+
+  /** Cuts a torn tail, removes an unacknowledged segment or rewrites a record one behind. */
+  async finishInterrupted(): Promise<void> {
+    await this.#cutTornTail();
+    if (this.#unacknowledged !== undefined) {
+      await this.#removeUnacknowledged(this.#unacknowledged.file);
+    } else if (this.#unlisted !== undefined) {
+      // The record is one segment behind (a crash right after that segment was created).
+      await writeSessionRecord(
+        this.#fs,
+        this.#folder,
+        recordOf(this.#sessionId, this.#segments, this.#log),
+      );
+    }
+  }
+
+  /** The session as loaded (`onDisk: false`: it has no folder yet). */
+  loaded(options: { onDisk: boolean }): LoadedSession {
+    return {
+      log: this.#log,
+      segments: this.#segments,
+      tail: this.#tail,
+      openRuns: this.#openRuns,
+      onDisk: options.onDisk,
+      findings: this.#findings,
+    };
+  }
+
+  /** Restores one segment's facts after checking it; false for an unacknowledged last one. */
+  #restoreSegment(segment: ReadSegment, at: { position: number; last: boolean }): boolean {
+    const firstSeq = this.#log.lastSeq + 1;
+    const before = summary(this.#openRuns);
     let facts: Fact[];
     if (segment.format === 'json') {
-      facts = checkLegacySegment(segment.document, { ...segment, sessionId, firstSeq });
-      for (const fact of facts) restore(log, openRuns, fact, segment.file, undefined);
-      tail = undefined;
-      if (JSON.stringify(summary(openRuns)) !== JSON.stringify(segment.document.openRuns)) {
-        throw legacyCorruption(
-          segment.file,
-          'its openRuns summary does not match the facts of the session',
-        );
-      }
+      facts = this.#restoreLegacy(segment, firstSeq);
     } else {
-      const { adapter, data } = segment;
-      if (adapter.torn !== undefined && !last) {
-        throw corruptLine(
-          segment.file,
-          adapter.torn.line,
-          'it is cut short, yet a later segment exists',
-        );
-      }
-      if (data === null || data.facts.length === 0) {
-        // Created with its first facts in one write that a crash cut short: never acknowledged.
-        if (last && segment.name === unlisted?.name) {
-          unacknowledged = segment;
-          break;
-        }
-        throw corruptLine(segment.file, data === null ? 1 : 2, 'it holds no complete fact');
-      }
-      checkHeader(data.header, {
-        file: segment.file,
-        sessionId,
-        index: segment.index,
-        firstSeq,
-        before,
-      });
-      facts = data.facts;
-      facts.forEach((fact, offset) => {
-        const line = offset + 2;
-        const problem = storedFactProblem(fact, { sessionId, seq: firstSeq + offset });
-        if (problem !== undefined) throw corruptLine(segment.file, line, problem);
-        restore(log, openRuns, fact, segment.file, line);
-      });
-      tail = new Low(adapter, data);
+      const restored = this.#restoreAppendOnly(segment, { firstSeq, before, last: at.last });
+      if (restored === undefined) return false;
+      facts = restored;
     }
-    const entry = record?.segments[position];
+    const openRuns = segment.format === 'jsonl' ? before : undefined;
+    const entry = this.#record?.segments[at.position];
     if (entry !== undefined) {
       checkRecordEntry(
         entry,
@@ -136,49 +167,120 @@ export async function loadSession(options: {
           file: segment.file,
           firstSeq,
           firstId: facts[0]?.id,
-          lastSeq: log.lastSeq,
+          lastSeq: this.#log.lastSeq,
           lastId: facts.at(-1)?.id,
-          openRuns: segment.format === 'jsonl' ? before : undefined,
+          openRuns,
         },
-        path.join(folder, sessionRecordName),
+        path.join(this.#folder, sessionRecordName),
       );
     }
-    segments.push({
+    this.#segments.push({
       index: segment.index,
       format: segment.format,
       firstSeq,
       count: facts.length,
-      openRuns: segment.format === 'jsonl' ? before : undefined,
+      openRuns,
     });
+    return true;
   }
-  // The session is valid: finish what a crash interrupted, and say so.
-  const findings: StoreFinding[] = [];
-  const torn = tail === undefined ? undefined : (tail.adapter as SegmentFileAdapter).torn;
-  if (tail !== undefined && torn !== undefined) {
-    await (tail.adapter as SegmentFileAdapter).cut();
-    findings.push({
-      sessionId,
+
+  /** A 0.1.0 segment: checked as 0.1.0 did, its summary against the facts restored so far. */
+  #restoreLegacy(segment: ReadSegment & { format: 'json' }, firstSeq: number): Fact[] {
+    const facts = checkLegacySegment(segment.document, {
+      ...segment,
+      sessionId: this.#sessionId,
+      firstSeq,
+    });
+    for (const fact of facts) this.#restoreFact(fact, segment.file, undefined);
+    this.#tail = undefined;
+    if (JSON.stringify(summary(this.#openRuns)) !== JSON.stringify(segment.document.openRuns)) {
+      throw legacyCorruption(
+        segment.file,
+        'its openRuns summary does not match the facts of the session',
+      );
+    }
+    return facts;
+  }
+
+  /**
+   * An append-only segment: its header, then each fact with the next seq. `undefined` for the
+   * last segment when it holds no complete fact and the record does not list it yet.
+   */
+  #restoreAppendOnly(
+    segment: ReadSegment & { format: 'jsonl' },
+    at: { firstSeq: number; before: SegmentHeader['openRuns']; last: boolean },
+  ): Fact[] | undefined {
+    const { adapter, data } = segment;
+    if (adapter.torn !== undefined && !at.last) {
+      throw corruptLine(
+        segment.file,
+        adapter.torn.line,
+        'it is cut short, yet a later segment exists',
+      );
+    }
+    if (data === null || data.facts.length === 0) {
+      // Created with its first facts in one write that a crash cut short: never acknowledged.
+      if (at.last && segment.name === this.#unlisted?.name) {
+        this.#unacknowledged = segment;
+        return undefined;
+      }
+      throw corruptLine(segment.file, data === null ? 1 : 2, 'it holds no complete fact');
+    }
+    const { firstSeq, before } = at;
+    checkHeader(data.header, {
+      file: segment.file,
+      sessionId: this.#sessionId,
+      index: segment.index,
+      firstSeq,
+      before,
+    });
+    data.facts.forEach((fact, offset) => {
+      const line = offset + 2;
+      const problem = storedFactProblem(fact, {
+        sessionId: this.#sessionId,
+        seq: firstSeq + offset,
+      });
+      if (problem !== undefined) throw corruptLine(segment.file, line, problem);
+      this.#restoreFact(fact, segment.file, line);
+    });
+    this.#tail = new Low(adapter, data);
+    return data.facts;
+  }
+
+  #restoreFact(fact: Fact, file: string, line: number | undefined): void {
+    // The shared rules refuse a stored fact (a repeated id, one after its run ended): name where.
+    const problem = this.#log.restore(fact);
+    if (problem !== undefined) {
+      throw line === undefined ? legacyCorruption(file, problem) : corruptLine(file, line, problem);
+    }
+    trackOpenRun(this.#openRuns, fact);
+  }
+
+  async #cutTornTail(): Promise<void> {
+    const adapter = this.#tail?.adapter as SegmentFileAdapter | undefined;
+    const torn = adapter?.torn;
+    if (adapter === undefined || torn === undefined) return;
+    await adapter.cut();
+    this.#findings.push({
+      sessionId: this.#sessionId,
       kind: 'torn-tail-cut',
-      file: (tail.adapter as SegmentFileAdapter).file,
+      file: adapter.file,
       line: torn.line,
-      message: `lowdbStore: ${(tail.adapter as SegmentFileAdapter).file} ended with ${torn.bytes} bytes of an unfinished line ${torn.line}, a write a crash cut short before it was acknowledged; they were removed and nothing acknowledged was lost`,
+      message: `lowdbStore: ${adapter.file} ended with ${torn.bytes} bytes of an unfinished line ${torn.line}, a write a crash cut short before it was acknowledged; they were removed and nothing acknowledged was lost`,
     });
   }
-  if (unacknowledged !== undefined) {
-    await fs.unlink(unacknowledged.file);
-    await syncFolder(fs, folder);
-    findings.push({
-      sessionId,
+
+  async #removeUnacknowledged(file: string): Promise<void> {
+    await this.#fs.unlink(file);
+    await syncFolder(this.#fs, this.#folder);
+    this.#findings.push({
+      sessionId: this.#sessionId,
       kind: 'torn-tail-cut',
-      file: unacknowledged.file,
+      file,
       line: 1,
-      message: `lowdbStore: ${unacknowledged.file} was being created when a crash stopped the store, before any of its facts was acknowledged; it was removed and nothing acknowledged was lost`,
+      message: `lowdbStore: ${file} was being created when a crash stopped the store, before any of its facts was acknowledged; it was removed and nothing acknowledged was lost`,
     });
-  } else if (unlisted !== undefined) {
-    // The record is one segment behind (a crash right after that segment was created).
-    await writeSessionRecord(fs, folder, recordOf(sessionId, segments, log));
   }
-  return { log, segments, tail, openRuns, onDisk: true, findings };
 }
 
 /** The open runs in a header's form: `{ turnId, runId }` in the order they started. */
@@ -209,21 +311,6 @@ export function checkHeader(
             ? 'its openRuns summary does not match the facts before it'
             : undefined;
   if (problem !== undefined) throw corruptLine(expected.file, 1, problem);
-}
-
-function restore(
-  log: SessionLog,
-  openRuns: Map<string, OpenRun>,
-  fact: Fact,
-  file: string,
-  line: number | undefined,
-): void {
-  // The shared rules refuse a stored fact (a repeated id, one after its run ended): name where.
-  const problem = log.restore(fact);
-  if (problem !== undefined) {
-    throw line === undefined ? legacyCorruption(file, problem) : corruptLine(file, line, problem);
-  }
-  trackOpenRun(openRuns, fact);
 }
 
 async function readSegment(

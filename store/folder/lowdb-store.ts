@@ -9,11 +9,12 @@ import {
   StoreClosedError,
   type StoreFinding,
 } from '../event-store.ts';
-import { FactListeners, type ListenerErrorHandler } from '../fact-listeners.ts';
+import { FactListeners } from '../fact-listeners.ts';
 import { cloneJson } from '../plain-json.ts';
 import { checkFromSeq, checkSessionId } from '../session-log.ts';
 import { GroupCommit, type SessionSlot, type SessionState } from './group-commit.ts';
-import { checkOptions, openStoreFolder } from './open-store-folder.ts';
+import { checkOptions, type LowdbStoreOptions } from './lowdb-store-options.ts';
+import { openStoreFolder } from './open-store-folder.ts';
 import { PartialFiles } from './partial-files.ts';
 import { readTail } from './read-tail.ts';
 import { isSessionFolderName, mapLimit, sessionIdOfFolder } from './session-files.ts';
@@ -21,27 +22,8 @@ import { findingOf, SessionSlots, unreadable } from './session-slots.ts';
 import { nodeStoreFs, type StoreFs } from './store-fs.ts';
 import type { StoreLock } from './store-lock.ts';
 
-/** Options of `lowdbStore`. */
-export interface LowdbStoreOptions {
-  /** The store's folder (created if missing), e.g. `.turnlog`. One process at a time. */
-  dir: string;
-  /** Facts per segment file (default 256): the record is rewritten once per segment. */
-  segmentSize?: number;
-  /**
-   * Sessions kept in memory with nothing pending (default 1,000); the least recently used are
-   * evicted past it and read from disk again on next use. Sessions with work in flight are kept.
-   */
-  maxCachedSessions?: number;
-  /** Bound of a partial snapshot's `text` and `reasoning`, in characters (default 16 KiB). */
-  partialChars?: number;
-  /** Called when a subscriber throws (default: a process warning). */
-  onListenerError?: ListenerErrorHandler;
-  /**
-   * The file system the store reads and writes its sessions through (default: Node's `fs`).
-   * Wrap it to observe or fail the store's writes; opening the folder and the lock use Node's.
-   */
-  fs?: StoreFs;
-}
+/** Options of `lowdbStore` (declared beside their check, in lowdb-store-options.ts). */
+export type { LowdbStoreOptions } from './lowdb-store-options.ts';
 
 /**
  * The default, durable `EventStore`: a folder with one sub-folder per session, split into

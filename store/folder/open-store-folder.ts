@@ -1,58 +1,9 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { StoreError, StoreInputError } from '../event-store.ts';
+import { StoreError } from '../event-store.ts';
 import { isTempFileName } from './durable-file-adapter.ts';
-import type { LowdbStoreOptions } from './lowdb-store.ts';
 import { errorCode } from './store-fs.ts';
 import { acquireStoreLock, type StoreLock } from './store-lock.ts';
-
-const knownOptions = new Set([
-  'dir',
-  'segmentSize',
-  'maxCachedSessions',
-  'partialChars',
-  'onListenerError',
-  'fs',
-]);
-
-/** Checks `lowdbStore`'s options: a folder, known keys only, whole numbers in range. */
-export function checkOptions(options: LowdbStoreOptions): void {
-  const where = 'lowdbStore';
-  if (
-    typeof options !== 'object' ||
-    options === null ||
-    typeof options.dir !== 'string' ||
-    options.dir === ''
-  ) {
-    throw new StoreInputError({
-      message: `${where}: options.dir must be the store's folder (a non-empty string), got ${JSON.stringify((options as { dir?: unknown } | null)?.dir)}`,
-      sessionId: undefined,
-    });
-  }
-  for (const key of Object.keys(options)) {
-    if (knownOptions.has(key)) continue;
-    const hint =
-      key === 'createAdapter'
-        ? " (segments are no longer lowdb documents since 0.2: pass fs to observe or fail the store's writes)"
-        : '';
-    throw new StoreInputError({
-      message: `${where}: unknown option ${key}${hint}; the options are ${[...knownOptions].join(', ')}`,
-      sessionId: undefined,
-    });
-  }
-  for (const [key, minimum] of [
-    ['segmentSize', 1],
-    ['maxCachedSessions', 0],
-  ] as const) {
-    const value = options[key];
-    if (value !== undefined && !(Number.isInteger(value) && value >= minimum)) {
-      throw new StoreInputError({
-        message: `${where}: ${key} must be a whole number >= ${minimum}, got ${String(value)}`,
-        sessionId: undefined,
-      });
-    }
-  }
-}
 
 /**
  * Creates the store's folders (fsyncing the folder that got new entries), takes the lock and

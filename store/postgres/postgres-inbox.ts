@@ -1,50 +1,87 @@
 import type { JsonObject } from '../../events/json.ts';
 import { StoreInputError } from '../event-store.ts';
 import { copyPlainJson } from '../plain-json.ts';
-import type { InboxItem, InboxOutcome, InboxRequest, RunInbox } from '../run-inbox.ts';
+import type {
+  InboxItem,
+  InboxOutcome,
+  InboxRequest,
+  InboxRequestKind,
+  RunInbox,
+} from '../run-inbox.ts';
 import { LeaseLostError, type RunLease } from '../run-leases.ts';
 import {
   checkIds,
   inTransaction,
-  md5,
   type PgPool,
+  type PgQueryable,
   type PgRow,
   type PostgresSchema,
 } from './postgres-connection.ts';
+import { InboxSubscription } from './postgres-inbox-subscription.ts';
 import { leaseColumns, leaseStateOf } from './postgres-leases.ts';
 import type { PostgresNotifications } from './postgres-notifications.ts';
+import { OutcomeWait } from './postgres-outcome-wait.ts';
 
 const kinds = new Set(['decide', 'steer', 'stop']);
 
 const itemColumns = `id, session_id, run_id, kind, input::text AS input, posted_by,
   (extract(epoch FROM posted_at) * 1000)::float8 AS posted_at_ms, outcome::text AS outcome`;
 
+/** A request checked for the inbox, with its input as the JSON text the row stores. */
+interface CheckedRequest {
+  id: string;
+  sessionId: string;
+  runId: string;
+  kind: InboxRequestKind;
+  inputText: string;
+  postedBy: string | null;
+}
+
+/** What `settleInboxItem` is given to store. */
+type SettleOutcome =
+  | { status: 'accepted' }
+  | { status: 'refused'; error: { name: string; message: string } };
+
 /**
  * The inbox operations of `postgresStore` (see `RunInbox`): a row per request, a notification
  * per post (`i:md5(session)`) and per settlement (`o:md5(id)`), and catch-up reads, so a missed
  * notification only delays a delivery until the next one or the next reconnect.
  */
-export function postgresInbox(options: {
-  pool: PgPool;
-  schema: PostgresSchema;
-  notifications: PostgresNotifications;
-  isClosed: () => boolean;
-}): RunInbox & { close(error: Error): void } {
-  const { pool, schema, notifications } = options;
-  const table = `${schema.sql}.inbox`;
+export class PostgresInbox implements RunInbox {
+  readonly #pool: PgPool;
+  readonly #schema: PostgresSchema;
+  readonly #notifications: PostgresNotifications;
+  readonly #isClosed: () => boolean;
+  readonly #table: string;
   // Waits still open when the store closes end with the close's error instead of hanging.
-  const waits = new Set<(error: Error) => void>();
+  readonly #waits = new Set<OutcomeWait>();
 
-  async function inboxItem(id: string): Promise<InboxItem | undefined> {
+  constructor(options: {
+    pool: PgPool;
+    schema: PostgresSchema;
+    notifications: PostgresNotifications;
+    isClosed: () => boolean;
+  }) {
+    this.#pool = options.pool;
+    this.#schema = options.schema;
+    this.#notifications = options.notifications;
+    this.#isClosed = options.isClosed;
+    this.#table = `${options.schema.sql}.inbox`;
+  }
+
+  async inboxItem(id: string): Promise<InboxItem | undefined> {
     checkIds({ id }, 'inboxItem');
-    const { rows } = await pool.query(`SELECT ${itemColumns} FROM ${table} WHERE id = $1`, [id]);
+    const { rows } = await this.#pool.query(
+      `SELECT ${itemColumns} FROM ${this.#table} WHERE id = $1`,
+      [id],
+    );
     return rows[0] === undefined ? undefined : itemOf(rows[0]);
   }
 
-  async function pendingInbox(query: { sessionId: string; runId?: string }) {
+  async pendingInbox(query: { sessionId: string; runId?: string }): Promise<InboxItem[]> {
     checkIds({ sessionId: query.sessionId }, 'pendingInbox');
-    const { rows } = await pool.query(
-      `SELECT ${itemColumns} FROM ${table}
+    const { rows } = await this.#pool.query(
+      `SELECT ${itemColumns} FROM ${this.#table}
        WHERE session_id = $1 AND outcome IS NULL AND ($2::text IS NULL OR run_id = $2)
        ORDER BY posted_at, id`,
       [query.sessionId, query.runId ?? null],
@@ -52,192 +89,144 @@ export function postgresInbox(options: {
     return rows.map(itemOf);
   }
 
-  return {
-    inboxItem,
-    pendingInbox,
+  /** Ends every wait still open with `error` (the store closed). */
+  close(error: Error): void {
+    for (const wait of [...this.#waits]) wait.close(error);
+  }
 
-    close(error: Error): void {
-      for (const stop of [...waits]) stop(error);
-    },
+  async postToInbox(request: InboxRequest): Promise<void> {
+    const checked = checkedRequest(request);
+    if (await this.#insert(checked)) return;
+    await this.#checkSameRequest(checked);
+  }
 
-    async postToInbox(request: InboxRequest): Promise<void> {
-      const { id, sessionId, runId, kind } = request ?? {};
-      checkIds({ id, sessionId, runId }, 'postToInbox');
-      const input = copyPlainJson(request.input);
-      if (!kinds.has(kind) || !input.ok || !isObject(input.value)) {
-        throw new StoreInputError({
-          message: `postgresStore.postToInbox: request ${id} needs a kind of decide, steer or stop and an input that is a plain JSON object (got kind ${JSON.stringify(kind)}${input.ok ? '' : `, input: ${input.path} ${input.problem}`})`,
-          sessionId,
-        });
-      }
-      const inputText = JSON.stringify(input.value);
-      const { rows } = await pool.query(
-        `WITH posted AS (
-           INSERT INTO ${table} (id, session_id, run_id, kind, input, posted_by)
-           VALUES ($1, $2, $3, $4, $5::json, $6)
-           ON CONFLICT (id) DO NOTHING RETURNING id
-         )
-         SELECT EXISTS (SELECT 1 FROM posted) AS posted, pg_notify($7, 'i:' || md5($2))`,
-        [id, sessionId, runId, kind, inputText, request.postedBy ?? null, schema.channel],
+  subscribeInbox(sessionId: string, listener: (item: InboxItem) => void): () => void {
+    checkIds({ sessionId }, 'subscribeInbox');
+    const subscription = new InboxSubscription({
+      sessionId,
+      listener,
+      notifications: this.#notifications,
+      readPending: () => this.pendingInbox({ sessionId }),
+      isClosed: this.#isClosed,
+    });
+    return () => subscription.stop();
+  }
+
+  async settleInboxItem(settle: {
+    id: string;
+    lease: RunLease;
+    outcome: SettleOutcome;
+  }): Promise<InboxOutcome> {
+    const { id, lease } = settle;
+    checkIds({ id }, 'settleInboxItem');
+    const outcome = outcomeToStore(settle.outcome, lease, id);
+    return inTransaction(this.#pool, async (client) => {
+      const item = await this.#lockRequestOfRun(client, id, lease);
+      // The first settlement wins; a repeat (a driver retrying) learns the stored one.
+      if (item.outcome !== undefined) return item.outcome;
+      await this.#checkLeaseHeld(client, lease, id);
+      await client.query(
+        `UPDATE ${this.#table} SET outcome = $2::json, settled_at = clock_timestamp() WHERE id = $1`,
+        [id, JSON.stringify(outcome)],
       );
-      if (rows[0]?.posted === true) return;
-      const stored = await inboxItem(id);
-      const same =
-        stored !== undefined &&
-        stored.sessionId === sessionId &&
-        stored.runId === runId &&
-        stored.kind === kind &&
-        JSON.stringify(stored.input) === inputText;
-      if (!same) {
-        throw new StoreInputError({
-          message: `postgresStore.postToInbox: request id ${id} is already used by another request (${stored?.kind} for run ${stored?.runId} of session ${stored?.sessionId}); give each request its own id`,
-          sessionId,
-        });
-      }
-    },
+      await client.query(`SELECT pg_notify($1, 'o:' || md5($2))`, [this.#schema.channel, id]);
+      return outcome;
+    });
+  }
 
-    subscribeInbox(sessionId: string, listener: (item: InboxItem) => void): () => void {
-      checkIds({ sessionId }, 'subscribeInbox');
-      const delivered = new Set<string>();
-      let active = true;
-      let reading: Promise<void> | undefined;
-      let again = false;
-      const deliver = async () => {
-        do {
-          again = false;
-          const items = await pendingInbox({ sessionId });
-          for (const item of items) {
-            if (!active || delivered.has(item.id)) continue;
-            delivered.add(item.id);
-            reportThrow(() => listener(item), item);
-          }
-        } while (again && active);
-      };
-      const catchUp = () => {
-        if (!active || options.isClosed()) return;
-        if (reading !== undefined) {
-          again = true;
-          return;
-        }
-        reading = notifications
-          .ready()
-          .then(deliver)
-          .catch(() => {
-            // The next notification or reconnect reads again.
-          })
-          .finally(() => {
-            reading = undefined;
-          });
-      };
-      const stopListening = notifications.listen('i', md5(sessionId), catchUp);
-      const stopReconnect = notifications.onReconnect(catchUp);
-      catchUp();
-      return () => {
-        active = false;
-        stopListening();
-        stopReconnect();
-      };
-    },
+  waitForInboxOutcome(id: string, wait: { signal?: AbortSignal } = {}): Promise<InboxOutcome> {
+    checkIds({ id }, 'waitForInboxOutcome');
+    return new OutcomeWait({
+      id,
+      signal: wait.signal,
+      notifications: this.#notifications,
+      readRequest: () => this.inboxItem(id),
+      waits: this.#waits,
+    }).outcome;
+  }
 
-    async settleInboxItem(settle: {
-      id: string;
-      lease: RunLease;
-      outcome:
-        | { status: 'accepted' }
-        | { status: 'refused'; error: { name: string; message: string } };
-    }): Promise<InboxOutcome> {
-      const { id, lease } = settle;
-      checkIds({ id }, 'settleInboxItem');
-      const outcome = outcomeToStore(settle.outcome, lease, id);
-      return inTransaction(pool, async (client) => {
-        const found = await client.query(
-          `SELECT ${itemColumns} FROM ${table} WHERE id = $1 FOR UPDATE`,
-          [id],
-        );
-        const item = found.rows[0] === undefined ? undefined : itemOf(found.rows[0]);
-        if (
-          item === undefined ||
-          item.sessionId !== lease.sessionId ||
-          item.runId !== lease.runId
-        ) {
-          throw new StoreInputError({
-            message: `postgresStore.settleInboxItem: ${item === undefined ? `no request has id ${id}` : `request ${id} is for run ${item.runId} of session ${item.sessionId}, not the lease's run ${lease.runId}`}; settle the requests of the run you hold`,
-            sessionId: lease.sessionId,
-          });
-        }
-        // The first settlement wins; a repeat (a driver retrying) learns the stored one.
-        if (item.outcome !== undefined) return item.outcome;
-        const current = await client.query(
-          `SELECT ${leaseColumns()} FROM ${schema.sql}.leases
-           WHERE session_id = $1 AND run_id = $2 FOR SHARE`,
-          [lease.sessionId, lease.runId],
-        );
-        const state = current.rows[0] === undefined ? undefined : leaseStateOf(current.rows[0]);
-        if (!(state?.live && state.workerId === lease.workerId && state.epoch === lease.epoch)) {
-          throw new LeaseLostError({
-            message: `postgresStore.settleInboxItem: worker ${lease.workerId} no longer holds epoch ${lease.epoch} of run ${lease.runId}'s lease, so request ${id} stays pending for the run's next driver`,
-            sessionId: lease.sessionId,
-            runId: lease.runId,
-            workerId: lease.workerId,
-            epoch: lease.epoch,
-            current: state,
-          });
-        }
-        await client.query(
-          `UPDATE ${table} SET outcome = $2::json, settled_at = clock_timestamp() WHERE id = $1`,
-          [id, JSON.stringify(outcome)],
-        );
-        await client.query(`SELECT pg_notify($1, 'o:' || md5($2))`, [schema.channel, id]);
-        return outcome;
+  /** Inserts the request's row and wakes the session's driver; false when the id is taken. */
+  async #insert(request: CheckedRequest): Promise<boolean> {
+    const { id, sessionId, runId, kind, inputText, postedBy } = request;
+    const { rows } = await this.#pool.query(
+      `WITH posted AS (
+         INSERT INTO ${this.#table} (id, session_id, run_id, kind, input, posted_by)
+         VALUES ($1, $2, $3, $4, $5::json, $6)
+         ON CONFLICT (id) DO NOTHING RETURNING id
+       )
+       SELECT EXISTS (SELECT 1 FROM posted) AS posted, pg_notify($7, 'i:' || md5($2))`,
+      [id, sessionId, runId, kind, inputText, postedBy, this.#schema.channel],
+    );
+    return rows[0]?.posted === true;
+  }
+
+  /** A known id is a retry only with the same request: another one is refused. */
+  async #checkSameRequest(request: CheckedRequest): Promise<void> {
+    const { id, sessionId } = request;
+    const stored = await this.inboxItem(id);
+    const same =
+      stored !== undefined &&
+      stored.sessionId === sessionId &&
+      stored.runId === request.runId &&
+      stored.kind === request.kind &&
+      JSON.stringify(stored.input) === request.inputText;
+    if (!same) {
+      throw new StoreInputError({
+        message: `postgresStore.postToInbox: request id ${id} is already used by another request (${stored?.kind} for run ${stored?.runId} of session ${stored?.sessionId}); give each request its own id`,
+        sessionId,
       });
-    },
+    }
+  }
 
-    waitForInboxOutcome(id: string, wait: { signal?: AbortSignal } = {}): Promise<InboxOutcome> {
-      checkIds({ id }, 'waitForInboxOutcome');
-      return new Promise<InboxOutcome>((resolve, reject) => {
-        let finished = false;
-        const finish = (settle: () => void) => {
-          if (finished) return;
-          finished = true;
-          waits.delete(onClose);
-          stopListening();
-          stopReconnect();
-          wait.signal?.removeEventListener('abort', onAbort);
-          settle();
-        };
-        const check = () => {
-          if (finished) return;
-          inboxItem(id).then(
-            (item) => {
-              if (item === undefined) {
-                finish(() =>
-                  reject(
-                    new StoreInputError({
-                      message: `postgresStore.waitForInboxOutcome: no request has id ${id}; post it with postToInbox first`,
-                      sessionId: undefined,
-                    }),
-                  ),
-                );
-              } else if (item.outcome !== undefined) {
-                const { outcome } = item;
-                finish(() => resolve(outcome));
-              }
-            },
-            // A failed read is retried by the next notification or reconnect.
-            () => {},
-          );
-        };
-        const onAbort = () => finish(() => reject(wait.signal?.reason));
-        const onClose = (error: Error) => finish(() => reject(error));
-        waits.add(onClose);
-        const stopListening = notifications.listen('o', md5(id), check);
-        const stopReconnect = notifications.onReconnect(check);
-        if (wait.signal?.aborted) return onAbort();
-        wait.signal?.addEventListener('abort', onAbort, { once: true });
-        notifications.ready().then(check, (error) => finish(() => reject(error)));
+  /** The request's row, locked FOR UPDATE; throws unless it is a request of the lease's run. */
+  async #lockRequestOfRun(client: PgQueryable, id: string, lease: RunLease): Promise<InboxItem> {
+    const found = await client.query(
+      `SELECT ${itemColumns} FROM ${this.#table} WHERE id = $1 FOR UPDATE`,
+      [id],
+    );
+    const item = found.rows[0] === undefined ? undefined : itemOf(found.rows[0]);
+    if (item === undefined || item.sessionId !== lease.sessionId || item.runId !== lease.runId) {
+      throw new StoreInputError({
+        message: `postgresStore.settleInboxItem: ${item === undefined ? `no request has id ${id}` : `request ${id} is for run ${item.runId} of session ${item.sessionId}, not the lease's run ${lease.runId}`}; settle the requests of the run you hold`,
+        sessionId: lease.sessionId,
       });
-    },
-  };
+    }
+    return item;
+  }
+
+  /** Locks the run's lease FOR SHARE and throws `LeaseLostError` unless `lease` is it, live. */
+  async #checkLeaseHeld(client: PgQueryable, lease: RunLease, id: string): Promise<void> {
+    const current = await client.query(
+      `SELECT ${leaseColumns()} FROM ${this.#schema.sql}.leases
+       WHERE session_id = $1 AND run_id = $2 FOR SHARE`,
+      [lease.sessionId, lease.runId],
+    );
+    const state = current.rows[0] === undefined ? undefined : leaseStateOf(current.rows[0]);
+    if (state?.live && state.workerId === lease.workerId && state.epoch === lease.epoch) return;
+    throw new LeaseLostError({
+      message: `postgresStore.settleInboxItem: worker ${lease.workerId} no longer holds epoch ${lease.epoch} of run ${lease.runId}'s lease, so request ${id} stays pending for the run's next driver`,
+      sessionId: lease.sessionId,
+      runId: lease.runId,
+      workerId: lease.workerId,
+      epoch: lease.epoch,
+      current: state,
+    });
+  }
+}
+
+/** Checks a request (ids, kind, a plain JSON object as input); `StoreInputError` otherwise. */
+function checkedRequest(request: InboxRequest): CheckedRequest {
+  const { id, sessionId, runId, kind } = request ?? {};
+  checkIds({ id, sessionId, runId }, 'postToInbox');
+  const input = copyPlainJson(request.input);
+  if (!kinds.has(kind) || !input.ok || !isObject(input.value)) {
+    throw new StoreInputError({
+      message: `postgresStore.postToInbox: request ${id} needs a kind of decide, steer or stop and an input that is a plain JSON object (got kind ${JSON.stringify(kind)}${input.ok ? '' : `, input: ${input.path} ${input.problem}`})`,
+      sessionId,
+    });
+  }
+  const inputText = JSON.stringify(input.value);
+  return { id, sessionId, runId, kind, inputText, postedBy: request.postedBy ?? null };
 }
 
 function itemOf(row: PgRow): InboxItem {
@@ -253,11 +242,7 @@ function itemOf(row: PgRow): InboxItem {
   };
 }
 
-function outcomeToStore(
-  outcome: { status: 'accepted' } | { status: 'refused'; error: { name: string; message: string } },
-  lease: RunLease,
-  id: string,
-): InboxOutcome {
+function outcomeToStore(outcome: SettleOutcome, lease: RunLease, id: string): InboxOutcome {
   const by = { workerId: lease?.workerId, epoch: lease?.epoch };
   if (outcome?.status === 'accepted') return { status: 'accepted', ...by };
   const error = outcome?.status === 'refused' ? outcome.error : undefined;
@@ -272,16 +257,4 @@ function outcomeToStore(
 
 function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function reportThrow(call: () => void, item: InboxItem): void {
-  try {
-    call();
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    process.emitWarning(
-      `turnlog store: an inbox subscriber of session ${item.sessionId} threw on request ${item.id} (${reason}); the request stays pending until it is settled`,
-      { code: 'TURNLOG_LISTENER_ERROR' },
-    );
-  }
 }

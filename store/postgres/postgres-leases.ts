@@ -6,12 +6,12 @@ import {
   type RunLease,
   RunLeasedError,
   type RunLeaseState,
+  type RunLeases,
 } from '../run-leases.ts';
 import {
   checkIds,
   inTransaction,
   type PgPool,
-  type PgQueryable,
   type PgRow,
   type PostgresSchema,
 } from './postgres-connection.ts';
@@ -92,14 +92,24 @@ function describeLease(lease: RunLeaseState | undefined): string {
   return lease.live ? `it is held by ${holder}` : `the lease of ${holder} expired`;
 }
 
-/** The lease operations of `postgresStore` (see `RunLeases`). */
-export function postgresLeases(pool: PgPool, schema: PostgresSchema) {
-  const db: PgQueryable = pool;
-  const table = `${schema.sql}.leases`;
-  const until = (parameter: string) =>
-    `clock_timestamp() + make_interval(secs => ${parameter}::float8 / 1000)`;
+/** `clock_timestamp()` plus the milliseconds in `parameter`: a lease's end by the database's clock. */
+function until(parameter: string): string {
+  return `clock_timestamp() + make_interval(secs => ${parameter}::float8 / 1000)`;
+}
 
-  async function acquireLease(options: {
+/** The lease operations of `postgresStore` (see `RunLeases`), one statement or transaction each. */
+export class PostgresLeases implements RunLeases {
+  readonly #pool: PgPool;
+  readonly #schema: PostgresSchema;
+  readonly #table: string;
+
+  constructor(pool: PgPool, schema: PostgresSchema) {
+    this.#pool = pool;
+    this.#schema = schema;
+    this.#table = `${schema.sql}.leases`;
+  }
+
+  async acquireLease(options: {
     sessionId: string;
     runId: string;
     workerId: string;
@@ -108,124 +118,127 @@ export function postgresLeases(pool: PgPool, schema: PostgresSchema) {
     const { sessionId, runId, workerId } = options;
     checkIds({ sessionId, runId, workerId }, 'acquireLease');
     checkLeaseMs(options.leaseMs, 'acquireLease');
-    const row = await inTransaction(pool, async (client) => {
-      // The session's row lock, as an append takes it: a run's first lease (a new row, which an
-      // append in flight could not have locked FOR SHARE) waits for that append to commit, so the
-      // new holder reads it, and a later append sees the lease.
-      await client.query(
-        `INSERT INTO ${schema.sql}.sessions AS session (session_id, last_seq) VALUES ($1, 0)
-         ON CONFLICT (session_id) DO UPDATE SET last_seq = session.last_seq`,
-        [sessionId],
-      );
-      const { rows } = await client.query(
-        `INSERT INTO ${table} AS lease (session_id, run_id, worker_id, epoch, expires_at)
-         VALUES ($1, $2, $3, 1, ${until('$4')})
-         ON CONFLICT (session_id, run_id) DO UPDATE
-           SET worker_id = $3, epoch = lease.epoch + 1, expires_at = ${until('$4')}
-           WHERE lease.worker_id IS NULL OR lease.expires_at <= clock_timestamp()
-         RETURNING ${leaseColumns()}`,
-        [sessionId, runId, workerId, options.leaseMs],
-      );
-      return rows[0];
-    });
+    const row = await this.#takeIfFree(options);
     if (row !== undefined) return { acquired: true, lease: leaseFromRow(row) };
-    const holder = await leaseOf({ sessionId, runId });
+    const holder = await this.leaseOf({ sessionId, runId });
     // Released or expired between the two statements: try again.
-    if (holder === undefined || !holder.live) return acquireLease(options);
+    if (holder === undefined || !holder.live) return this.acquireLease(options);
     return { acquired: false, holder };
   }
 
-  async function leaseOf(options: {
-    sessionId: string;
-    runId: string;
-  }): Promise<RunLeaseState | undefined> {
+  async leaseOf(options: { sessionId: string; runId: string }): Promise<RunLeaseState | undefined> {
     checkIds({ sessionId: options.sessionId, runId: options.runId }, 'leaseOf');
-    const { rows } = await db.query(
-      `SELECT ${leaseColumns()} FROM ${table} WHERE session_id = $1 AND run_id = $2`,
+    const { rows } = await this.#pool.query(
+      `SELECT ${leaseColumns()} FROM ${this.#table} WHERE session_id = $1 AND run_id = $2`,
       [options.sessionId, options.runId],
     );
     return rows[0] === undefined ? undefined : leaseStateOf(rows[0]);
   }
 
-  return {
-    acquireLease,
-    leaseOf,
+  async renewLeases(options: {
+    leases: readonly RunLease[];
+    leaseMs: number;
+  }): Promise<{ renewed: RunLease[]; lost: RunLease[] }> {
+    checkLeaseMs(options.leaseMs, 'renewLeases');
+    const leases = [...options.leases];
+    for (const lease of leases) checkLease(lease, 'renewLeases');
+    if (leases.length === 0) return { renewed: [], lost: [] };
+    const { rows } = await this.#pool.query(
+      `UPDATE ${this.#table} AS lease SET expires_at = ${until('$5')}
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS mine(session_id, run_id, worker_id, epoch)
+       WHERE lease.session_id = mine.session_id AND lease.run_id = mine.run_id
+         AND lease.worker_id = mine.worker_id AND lease.epoch = mine.epoch
+         AND lease.expires_at > clock_timestamp()
+       RETURNING ${leaseColumns('lease')}`,
+      [
+        leases.map((lease) => lease.sessionId),
+        leases.map((lease) => lease.runId),
+        leases.map((lease) => lease.workerId),
+        leases.map((lease) => lease.epoch),
+        options.leaseMs,
+      ],
+    );
+    const renewed = rows.map(leaseFromRow);
+    const key = (lease: RunLease) => JSON.stringify([lease.sessionId, lease.runId]);
+    const renewedKeys = new Set(renewed.map(key));
+    return { renewed, lost: leases.filter((lease) => !renewedKeys.has(key(lease))) };
+  }
 
-    async renewLeases(options: {
-      leases: readonly RunLease[];
-      leaseMs: number;
-    }): Promise<{ renewed: RunLease[]; lost: RunLease[] }> {
-      checkLeaseMs(options.leaseMs, 'renewLeases');
-      const leases = [...options.leases];
-      for (const lease of leases) checkLease(lease, 'renewLeases');
-      if (leases.length === 0) return { renewed: [], lost: [] };
-      const { rows } = await db.query(
-        `UPDATE ${table} AS lease SET expires_at = ${until('$5')}
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS mine(session_id, run_id, worker_id, epoch)
-         WHERE lease.session_id = mine.session_id AND lease.run_id = mine.run_id
-           AND lease.worker_id = mine.worker_id AND lease.epoch = mine.epoch
-           AND lease.expires_at > clock_timestamp()
-         RETURNING ${leaseColumns('lease')}`,
-        [
-          leases.map((lease) => lease.sessionId),
-          leases.map((lease) => lease.runId),
-          leases.map((lease) => lease.workerId),
-          leases.map((lease) => lease.epoch),
-          options.leaseMs,
-        ],
-      );
-      const renewed = rows.map(leaseFromRow);
-      const key = (lease: RunLease) => JSON.stringify([lease.sessionId, lease.runId]);
-      const renewedKeys = new Set(renewed.map(key));
-      return { renewed, lost: leases.filter((lease) => !renewedKeys.has(key(lease))) };
-    },
+  async releaseLease(options: { lease: RunLease; handOver?: boolean }): Promise<boolean> {
+    const { lease } = options;
+    checkLease(lease, 'releaseLease');
+    // Handing over keeps the holder and ends the lease now: an expired lease is up for takeover.
+    const { rowCount } = await this.#pool.query(
+      `UPDATE ${this.#table} SET expires_at = clock_timestamp()${options.handOver === true ? '' : ', worker_id = NULL'}
+       WHERE session_id = $1 AND run_id = $2 AND worker_id = $3 AND epoch = $4
+         AND expires_at > clock_timestamp()`,
+      [lease.sessionId, lease.runId, lease.workerId, lease.epoch],
+    );
+    return rowCount === 1;
+  }
 
-    async releaseLease(options: { lease: RunLease; handOver?: boolean }): Promise<boolean> {
-      const { lease } = options;
-      checkLease(lease, 'releaseLease');
-      // Handing over keeps the holder and ends the lease now: an expired lease is up for takeover.
-      const { rowCount } = await db.query(
-        `UPDATE ${table} SET expires_at = clock_timestamp()${options.handOver === true ? '' : ', worker_id = NULL'}
-         WHERE session_id = $1 AND run_id = $2 AND worker_id = $3 AND epoch = $4
-           AND expires_at > clock_timestamp()`,
-        [lease.sessionId, lease.runId, lease.workerId, lease.epoch],
-      );
-      return rowCount === 1;
-    },
+  async takeOverExpiredLeases(options: {
+    workerId: string;
+    leaseMs: number;
+    limit?: number;
+  }): Promise<RunLease[]> {
+    checkIds({ workerId: options.workerId }, 'takeOverExpiredLeases');
+    checkLeaseMs(options.leaseMs, 'takeOverExpiredLeases');
+    const limit = options.limit ?? 10;
+    if (!Number.isInteger(limit) || limit < 1) {
+      throw new StoreInputError({
+        message: `postgresStore.takeOverExpiredLeases: limit must be a whole number >= 1, got ${String(limit)}`,
+        sessionId: undefined,
+      });
+    }
+    // SKIP LOCKED: two workers scanning at once take different runs instead of queueing.
+    const { rows } = await this.#pool.query(
+      `WITH expired AS (
+         SELECT session_id, run_id FROM ${this.#table}
+         WHERE worker_id IS NOT NULL AND expires_at <= clock_timestamp()
+         ORDER BY expires_at
+         LIMIT $3
+         FOR UPDATE SKIP LOCKED
+       )
+       UPDATE ${this.#table} AS lease
+       SET worker_id = $1, epoch = lease.epoch + 1, expires_at = ${until('$2')}
+       FROM expired
+       WHERE lease.session_id = expired.session_id AND lease.run_id = expired.run_id
+       RETURNING ${leaseColumns('lease')}`,
+      [options.workerId, options.leaseMs, limit],
+    );
+    return rows.map(leaseFromRow);
+  }
 
-    async takeOverExpiredLeases(options: {
-      workerId: string;
-      leaseMs: number;
-      limit?: number;
-    }): Promise<RunLease[]> {
-      checkIds({ workerId: options.workerId }, 'takeOverExpiredLeases');
-      checkLeaseMs(options.leaseMs, 'takeOverExpiredLeases');
-      const limit = options.limit ?? 10;
-      if (!Number.isInteger(limit) || limit < 1) {
-        throw new StoreInputError({
-          message: `postgresStore.takeOverExpiredLeases: limit must be a whole number >= 1, got ${String(limit)}`,
-          sessionId: undefined,
-        });
-      }
-      // SKIP LOCKED: two workers scanning at once take different runs instead of queueing.
-      const { rows } = await db.query(
-        `WITH expired AS (
-           SELECT session_id, run_id FROM ${table}
-           WHERE worker_id IS NOT NULL AND expires_at <= clock_timestamp()
-           ORDER BY expires_at
-           LIMIT $3
-           FOR UPDATE SKIP LOCKED
-         )
-         UPDATE ${table} AS lease
-         SET worker_id = $1, epoch = lease.epoch + 1, expires_at = ${until('$2')}
-         FROM expired
-         WHERE lease.session_id = expired.session_id AND lease.run_id = expired.run_id
-         RETURNING ${leaseColumns('lease')}`,
-        [options.workerId, options.leaseMs, limit],
+  /** Inserts epoch 1, or takes the next epoch of a free lease; `undefined` while it is live. */
+  #takeIfFree(options: {
+    sessionId: string;
+    runId: string;
+    workerId: string;
+    leaseMs: number;
+  }): Promise<PgRow | undefined> {
+    const { sessionId, runId, workerId, leaseMs } = options;
+    return inTransaction(this.#pool, async (client) => {
+      // The session's row lock, as an append takes it: a run's first lease (a new row, which an
+      // append in flight could not have locked FOR SHARE) waits for that append to commit, so the
+      // new holder reads it, and a later append sees the lease.
+      await client.query(
+        `INSERT INTO ${this.#schema.sql}.sessions AS session (session_id, last_seq) VALUES ($1, 0)
+         ON CONFLICT (session_id) DO UPDATE SET last_seq = session.last_seq`,
+        [sessionId],
       );
-      return rows.map(leaseFromRow);
-    },
-  };
+      const { rows } = await client.query(
+        `INSERT INTO ${this.#table} AS lease (session_id, run_id, worker_id, epoch, expires_at)
+         VALUES ($1, $2, $3, 1, ${until('$4')})
+         ON CONFLICT (session_id, run_id) DO UPDATE
+           SET worker_id = $3, epoch = lease.epoch + 1, expires_at = ${until('$4')}
+           WHERE lease.worker_id IS NULL OR lease.expires_at <= clock_timestamp()
+         RETURNING ${leaseColumns()}`,
+        [sessionId, runId, workerId, leaseMs],
+      );
+      return rows[0];
+    });
+  }
 }
 
 function checkLeaseMs(leaseMs: unknown, method: string): void {

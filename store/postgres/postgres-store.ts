@@ -17,18 +17,13 @@ import { cloneJson } from '../plain-json.ts';
 import type { RunInbox } from '../run-inbox.ts';
 import type { RunLeases } from '../run-leases.ts';
 import { checkFromSeq, checkSessionId, validateNewFacts } from '../session-log.ts';
-import {
-  openPool,
-  type PgPool,
-  type PostgresSchema,
-  postgresSchema,
-} from './postgres-connection.ts';
-import { StoreOpenError } from './postgres-errors.ts';
+import { type PgPool, type PostgresSchema, postgresSchema } from './postgres-connection.ts';
 import { appendFacts, readFacts } from './postgres-facts.ts';
-import { postgresInbox } from './postgres-inbox.ts';
-import { postgresLeases } from './postgres-leases.ts';
-import { migrate } from './postgres-migrations.ts';
+import { PostgresInbox } from './postgres-inbox.ts';
+import { PostgresLeases } from './postgres-leases.ts';
 import { PostgresNotifications } from './postgres-notifications.ts';
+import { StorePool } from './postgres-pool.ts';
+import { SessionQueues } from './postgres-session-queues.ts';
 import { FactSubscriptions } from './postgres-subscriptions.ts';
 
 /** Options of `postgresStore`. Give `connectionString` or `pool`, not both (neither: `PG*` variables). */
@@ -64,19 +59,17 @@ export function postgresStore(options: PostgresStoreOptions = {}): PostgresStore
 }
 
 class PostgresEventStore implements PostgresStore {
-  readonly #options: PostgresStoreOptions;
   readonly #schema: PostgresSchema;
-  readonly #pool: PgPool;
+  readonly #pool: StorePool;
   readonly #listeners: FactListeners;
   readonly #notifications: PostgresNotifications;
   readonly #subscriptions: FactSubscriptions;
   readonly #leases: RunLeases;
-  readonly #inbox: RunInbox & { close(error: Error): void };
+  readonly #inbox: PostgresInbox;
   readonly #partialChars: number;
-  readonly #appends = new Map<string, Promise<unknown>>();
-  readonly #partialWrites = new Map<string, Promise<unknown>>();
+  readonly #appends = new SessionQueues();
+  readonly #partialWrites = new SessionQueues();
   readonly #findings = new Map<string, StoreFinding>();
-  #opening: Promise<{ pool: PgPool; owned: boolean }> | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: PostgresStoreOptions) {
@@ -87,15 +80,14 @@ class PostgresEventStore implements PostgresStore {
         sessionId: undefined,
       });
     }
-    this.#options = options;
     this.#schema = postgresSchema(options.schema ?? 'turnlog');
     this.#partialChars = options.partialChars ?? defaultPartialChars;
     // Every part works through this pool, which opens the real one (and migrates) on first use.
-    this.#pool = {
-      query: async (text, values) => (await this.#open()).query(text, values),
-      connect: async () => (await this.#open()).connect(),
-      end: async () => {},
-    };
+    this.#pool = new StorePool({
+      pool: options.pool,
+      connectionString: options.connectionString,
+      schema: this.#schema,
+    });
     this.#listeners = new FactListeners({ onListenerError: options.onListenerError });
     this.#notifications = new PostgresNotifications({
       connect: () => this.#pool.connect(),
@@ -113,8 +105,8 @@ class PostgresEventStore implements PostgresStore {
       },
       read: (sessionId, fromSeq) => this.#read(sessionId, fromSeq),
     });
-    this.#leases = postgresLeases(this.#pool, this.#schema);
-    this.#inbox = postgresInbox({
+    this.#leases = new PostgresLeases(this.#pool, this.#schema);
+    this.#inbox = new PostgresInbox({
       pool: this.#pool,
       schema: this.#schema,
       notifications: this.#notifications,
@@ -132,7 +124,7 @@ class PostgresEventStore implements PostgresStore {
     const where = `postgresStore.append('${sessionId}')`;
     // Checked and copied now: a caller changing its objects after the call changes nothing.
     const candidates = validateNewFacts(facts, options, { where, sessionId });
-    return this.#queue(this.#appends, sessionId, async () => {
+    return this.#appends.run(sessionId, async () => {
       await this.#subscriptions.started(sessionId);
       let result: AppendResult;
       try {
@@ -164,7 +156,7 @@ class PostgresEventStore implements PostgresStore {
     checkSessionId(sessionId, 'postgresStore.read');
     checkFromSeq(options.fromSeq, `postgresStore.read('${sessionId}')`);
     // The appends called before this read are in it, so its last seq is what expectedSeq checks.
-    await this.#appends.get(sessionId);
+    await this.#appends.settled(sessionId);
     await this.#subscriptions.started(sessionId);
     return this.#read(sessionId, options.fromSeq ?? 1);
   }
@@ -209,7 +201,7 @@ class PostgresEventStore implements PostgresStore {
     checkSessionId(sessionId, 'postgresStore.savePartial');
     const where = 'postgresStore.savePartial';
     const bounded = boundPartial(partial, { maxChars: this.#partialChars, where, sessionId });
-    await this.#queue(this.#partialWrites, sessionId, () =>
+    await this.#partialWrites.run(sessionId, () =>
       this.#pool.query(
         `INSERT INTO ${this.#schema.sql}.partials (session_id, body) VALUES ($1, $2::json)
          ON CONFLICT (session_id) DO UPDATE SET body = excluded.body`,
@@ -221,7 +213,7 @@ class PostgresEventStore implements PostgresStore {
   async loadPartial(sessionId: string): Promise<PartialSnapshot | undefined> {
     this.#checkOpen('loadPartial');
     checkSessionId(sessionId, 'postgresStore.loadPartial');
-    await this.#partialWrites.get(sessionId);
+    await this.#partialWrites.settled(sessionId);
     const { rows } = await this.#pool.query(
       `SELECT body::text AS body FROM ${this.#schema.sql}.partials WHERE session_id = $1`,
       [sessionId],
@@ -234,7 +226,7 @@ class PostgresEventStore implements PostgresStore {
   async clearPartial(sessionId: string): Promise<void> {
     this.#checkOpen('clearPartial');
     checkSessionId(sessionId, 'postgresStore.clearPartial');
-    await this.#queue(this.#partialWrites, sessionId, () =>
+    await this.#partialWrites.run(sessionId, () =>
       this.#pool.query(`DELETE FROM ${this.#schema.sql}.partials WHERE session_id = $1`, [
         sessionId,
       ]),
@@ -293,39 +285,9 @@ class PostgresEventStore implements PostgresStore {
     throw new StoreCorruptionError({ message, file });
   }
 
-  #open(): Promise<PgPool> {
-    this.#opening ??= this.#connect().catch((error: unknown) => {
-      // The next call tries again (the database may be back).
-      this.#opening = undefined;
-      throw error;
-    });
-    return this.#opening.then(({ pool }) => pool);
-  }
-
-  async #connect(): Promise<{ pool: PgPool; owned: boolean }> {
-    const schema = this.#schema.name;
-    const opened = await openPool({
-      pool: this.#options.pool,
-      connectionString: this.#options.connectionString,
-      schema,
-    });
-    try {
-      await migrate(opened.pool, this.#schema);
-      return opened;
-    } catch (error) {
-      if (opened.owned) await opened.pool.end().catch(() => {});
-      if (StoreOpenError.isInstance(error)) throw error;
-      throw new StoreOpenError({
-        message: `postgresStore: could not open schema ${schema} (${(error as Error)?.message}); check the connection string or pool, that the database is up, and that the role may CREATE in it`,
-        schema,
-        cause: error,
-      });
-    }
-  }
-
   async #close(): Promise<void> {
     // Appends (and partial writes) called before close finish first.
-    await Promise.all([...this.#appends.values(), ...this.#partialWrites.values()]);
+    await Promise.all([this.#appends.allSettled(), this.#partialWrites.allSettled()]);
     this.#subscriptions.close();
     this.#listeners.clear();
     this.#inbox.close(
@@ -335,26 +297,7 @@ class PostgresEventStore implements PostgresStore {
       }),
     );
     await this.#notifications.close();
-    const opened = await this.#opening?.catch(() => undefined);
-    if (opened?.owned === true) await opened.pool.end();
-  }
-
-  /** Runs `work` after the work queued before it for the session; the queue never rejects. */
-  #queue<T>(
-    queues: Map<string, Promise<unknown>>,
-    sessionId: string,
-    work: () => Promise<T>,
-  ): Promise<T> {
-    const result = (queues.get(sessionId) ?? Promise.resolve()).then(work);
-    const tail = result.then(
-      () => {},
-      () => {},
-    );
-    queues.set(sessionId, tail);
-    tail.then(() => {
-      if (queues.get(sessionId) === tail) queues.delete(sessionId);
-    });
-    return result;
+    await this.#pool.close();
   }
 
   async #call<T>(method: string, work: () => Promise<T>): Promise<T> {
