@@ -16,19 +16,14 @@ import {
 import type { TurnMachine } from '../pure/turn-machine.ts';
 import { loadRun } from './load-run.ts';
 import { provideRunEffects, type RunLifecycle } from './run-actors.ts';
-import { createRunDriver, type RunDriver } from './run-driver.ts';
+import { type LeaseToken, RunDriver } from './run-driver.ts';
 import { createRunHandles, type RunIds } from './run-handles.ts';
 import { isRefusal } from './run-requests.ts';
 import type { RunServices } from './run-services.ts';
 import { createSessionCache } from './session-cache.ts';
 import { createSessionLocks } from './session-locks.ts';
 import { type TurnHandle, turnResult } from './turn-channel.ts';
-import {
-  isGranted,
-  type LeaseToken,
-  type SharedStore,
-  type WorkerLeases,
-} from './worker-leases.ts';
+import { isGranted, type SharedStore, type WorkerLeases } from './worker-leases.ts';
 
 /** What `recover()` found for one unfinished run (or one session it could not read). */
 export type RecoveredRun =
@@ -169,7 +164,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
       emit: (event) => sink.push(event),
       onError: (error) => driver.fail(error),
     });
-    driver = createRunDriver({
+    driver = new RunDriver({
       store,
       machine,
       ...ids,
@@ -177,7 +172,7 @@ export function createLiveRuns(options: LiveRunsOptions) {
       now: options.now,
       generateId,
       ...(options.inspect ? { inspect: options.inspect } : {}),
-      ...(token === undefined ? {} : { token: () => token }),
+      token,
       onFact: (fact, reached) => {
         sink.push(fact);
         if (reached.hasTag('parked')) park(ids, driver);

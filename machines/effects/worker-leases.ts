@@ -23,12 +23,6 @@ export function isSharedStore(store: EventStore): store is SharedStore {
   );
 }
 
-/** The fencing token every fact appended under a lease carries. */
-export interface LeaseToken {
-  workerId: string;
-  leaseEpoch: number;
-}
-
 export interface WorkerLeasesOptions {
   store: SharedStore;
   workerId: string;
