@@ -21,6 +21,7 @@ export interface LeaseToken {
   leaseEpoch: number;
 }
 
+/** What a run driver is built from (`new RunDriver`). */
 export interface RunDriverOptions {
   store: EventStore;
   /** The turn machine with live actors provided (`turnMachine.provide(...)`). */
