@@ -8,25 +8,25 @@ import type { ModelMessage } from './events/messages.ts';
 import { projectHistory } from './events/project-history.ts';
 import { type PendingDecision, projectTurn } from './events/project-turn.ts';
 import { TurnlogError } from './events/turnlog-error.ts';
-import { createLiveRuns, type RecoveredRun } from './machines/effects/live-runs.ts';
+import { LiveRuns, type RecoveredRun } from './machines/effects/live-runs.ts';
 import { defaultMaxRetryAfterMs } from './machines/effects/retry-timer-actor.ts';
-import {
-  createRequestRouter,
-  noActiveRun,
-  performRequest,
-  type RunRequest,
-} from './machines/effects/run-requests.ts';
+import { noActiveRun, performRequest, type RunRequest } from './machines/effects/run-requests.ts';
 import type { TurnHandle } from './machines/effects/turn-channel.ts';
-import { createWorker, defaultLeaseMs, isSharedStore } from './machines/effects/worker-leases.ts';
+import {
+  defaultLeaseMs,
+  isSharedStore,
+  type SharedStore,
+} from './machines/effects/worker/worker-leases.ts';
+import { WorkerTenure } from './machines/effects/worker/worker-tenure.ts';
 import { unfinishedRun } from './machines/pure/resume-run.ts';
 import { checkMethodArgument, checkRuntimeOptions, checkSessionId } from './runtime-arguments.ts';
 import { InvalidArgumentError, RuntimeClosedError, SessionBusyError } from './runtime-errors.ts';
-import { ConcurrencyError, type EventStore } from './store/event-store.ts';
+import { ConcurrencyError, type EventStore, type StoreFinding } from './store/event-store.ts';
 import { lowdbStore } from './store/folder/lowdb-store.ts';
 import { LeaseLostError } from './store/run-leases.ts';
 import type { OwnTools, RuntimeTools } from './tools/provider-tool.ts';
 import type { PermissionPolicy } from './tools/tool.ts';
-import { createToolSetSource } from './tools/tool-set-source.ts';
+import { createToolSetSource, type ToolSetSource } from './tools/tool-set-source.ts';
 
 /** The version recorded in each `run.started`. */
 export const runtimeVersion = '0.1.0';
@@ -92,6 +92,47 @@ export interface WorkerOptions {
 export type { RecoveredRun };
 
 /**
+ * A turnlog runtime (`createRuntime`): the store, the model adapter, the tools and one live turn
+ * machine per running session.
+ */
+export interface Runtime {
+  /** Starts a run for a user message. Throws `SessionBusyError` while the session's last run is unfinished (steer instead). */
+  send(input: { sessionId: string; text: string }): Promise<TurnHandle>;
+  /** Answers a pending decision: a permission ask (`allow`/`deny`/`abort`) or an indeterminate call (`report-unknown`/`abort`). */
+  decide(input: {
+    sessionId: string;
+    callId: string;
+    decision: PermissionDecision;
+    reason?: string;
+    inputHash?: string;
+  }): Promise<void>;
+  /** Adds a user message to the session's unfinished run; the model sees it in its next request. */
+  steer(input: { sessionId: string; text: string }): Promise<void>;
+  /** Stops the session's unfinished run; it ends `aborted` (I10). Resolves once the stop is durable. */
+  stop(input: { sessionId: string; reason?: string }): Promise<void>;
+  /** The decisions a person owes in this session. */
+  pending(sessionId: string): Promise<PendingDecision[]>;
+  /** The messages the model would see next, projected from the log. */
+  history(sessionId: string): Promise<ModelMessage[]>;
+  /** The session's durable log. */
+  facts(sessionId: string): Promise<Fact[]>;
+  /**
+   * Rehydrates every unfinished run found in the store (after a restart): no tool is run again
+   * and no request is re-sent implicitly (I8). Returns what it found, with a handle per run.
+   * A session that cannot be read, or a run that cannot be rebuilt, is reported `damaged` and
+   * left as it is; the other runs still resume.
+   */
+  recover(): Promise<RecoveredRun[]>;
+  /** This runtime as a worker on a shared store (`undefined` on a store for one process). */
+  worker: { id: string; leaseMs: number } | undefined;
+  /**
+   * Closes the store. Live runs are detached, not ended: they stay unfinished in the log and
+   * `recover()` resumes them later (stop them first to end them).
+   */
+  close(): Promise<void>;
+}
+
+/**
  * Creates a turnlog runtime: the store, the model adapter, the tools and one live turn machine
  * per running session.
  *
@@ -103,7 +144,7 @@ export type { RecoveredRun };
  */
 export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
   options: RuntimeOptions<TTools>,
-) {
+): Runtime {
   checkRuntimeOptions(options);
   const now = options.now ?? Date.now;
   const adapter = toAdapter(options.model, now);
@@ -113,244 +154,280 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
     policy: options.policy as PermissionPolicy | undefined,
   });
   const store = options.store ?? lowdbStore({ dir: '.turnlog' });
-  const limits = { ...defaultLimits, ...options.limits };
-  const generateId = options.generateId ?? createIdGenerator({ now });
-  const closing = new AbortController();
-  const worker = isSharedStore(store)
-    ? {
-        id: options.worker?.id ?? `worker-${randomUUID()}`,
-        leaseMs: options.worker?.leaseMs ?? defaultLeaseMs,
-      }
-    : undefined;
-  if (worker === undefined && options.worker !== undefined) {
+  return new DefaultRuntime({
+    store,
+    adapter,
+    tools,
+    system: options.system,
+    limits: { ...defaultLimits, ...options.limits },
+    inspect: options.inspect,
+    now,
+    generateId: options.generateId ?? createIdGenerator({ now }),
+    random: options.random ?? Math.random,
+    worker: workerSettings(store, options.worker),
+  });
+}
+
+/** What a runtime is built from: `createRuntime`'s options with their defaults. */
+interface RuntimeParts {
+  store: EventStore;
+  adapter: ModelAdapter;
+  tools: ToolSetSource;
+  system: string | undefined;
+  limits: RunLimits;
+  inspect: RuntimeOptions['inspect'];
+  now: () => number;
+  generateId: IdGenerator;
+  random: () => number;
+  /** With a store several processes share: this worker's settings. */
+  worker: WorkerSettings | undefined;
+}
+
+interface WorkerSettings {
+  store: SharedStore;
+  id: string;
+  leaseMs: number;
+}
+
+/** A runtime's worker settings: on a store several processes share, always; else none. */
+function workerSettings(
+  store: EventStore,
+  worker: WorkerOptions | undefined,
+): WorkerSettings | undefined {
+  if (!isSharedStore(store)) {
+    if (worker === undefined) return undefined;
     throw new InvalidArgumentError({
       message:
         'createRuntime(): worker needs a store several processes share (postgresStore(…)); this store serves one process, whose runtime drives every run itself.',
       argument: 'worker',
     });
   }
-  let runs!: ReturnType<typeof createLiveRuns>;
-  const workerRuns =
-    worker !== undefined && isSharedStore(store)
-      ? createWorker({
-          store,
-          ...worker,
-          random: options.random ?? Math.random,
-          generateId,
-          closed: closing.signal,
-          runs: () => runs,
-        })
-      : undefined;
-  runs = createLiveRuns({
+  return {
     store,
-    adapter,
-    tools,
-    system: options.system,
-    now,
-    generateId,
-    random: options.random ?? Math.random,
-    inspect: options.inspect,
-    closedError: () =>
+    id: worker?.id ?? `worker-${randomUUID()}`,
+    leaseMs: worker?.leaseMs ?? defaultLeaseMs,
+  };
+}
+
+/** The runtime's methods, each its own bound property (see the constructor). */
+const runtimeMethods = [
+  'send',
+  'decide',
+  'steer',
+  'stop',
+  'pending',
+  'history',
+  'facts',
+  'recover',
+  'close',
+] as const satisfies readonly (keyof Runtime)[];
+
+/** The runtime `createRuntime` returns: its live runs and, on a shared store, its worker. */
+class DefaultRuntime implements Runtime {
+  readonly worker: Runtime['worker'];
+  readonly #parts: RuntimeParts;
+  readonly #store: EventStore;
+  readonly #closing = new AbortController();
+  readonly #runs: LiveRuns;
+  /** With a store several processes share: the worker, which routes requests to runs driven elsewhere. */
+  readonly #worker: WorkerTenure | undefined;
+
+  constructor(parts: RuntimeParts) {
+    const { store, generateId, random } = parts;
+    this.#parts = parts;
+    this.#store = store;
+    this.worker = parts.worker && { id: parts.worker.id, leaseMs: parts.worker.leaseMs };
+    this.#worker =
+      parts.worker &&
+      new WorkerTenure({
+        ...parts.worker,
+        random,
+        generateId,
+        closed: this.#closing.signal,
+        runs: () => this.#runs,
+      });
+    this.#runs = new LiveRuns({
+      store,
+      adapter: parts.adapter,
+      tools: parts.tools,
+      system: parts.system,
+      now: parts.now,
+      generateId,
+      random,
+      inspect: parts.inspect,
+      closedError: () =>
+        new RuntimeClosedError({ message: 'This runtime is closed; create a new one.' }),
+      ...(this.#worker === undefined ? {} : { tenure: this.#worker }),
+    });
+    // Own, bound methods, as when the runtime was an object literal: they work detached
+    // (`const { send } = runtime`) and are kept by a spread (`{ ...runtime, send }`).
+    for (const name of runtimeMethods) Object.assign(this, { [name]: this[name].bind(this) });
+  }
+
+  async send(input: { sessionId: string; text: string }): Promise<TurnHandle> {
+    const { sessionId, text } = checkMethodArgument('send', input);
+    return this.#runs.withSession(sessionId, () => this.#startRun(sessionId, text));
+  }
+
+  async decide(input: Parameters<Runtime['decide']>[0]): Promise<void> {
+    const { sessionId, callId, decision, reason, inputHash } = checkMethodArgument('decide', input);
+    return this.#request(sessionId, {
+      kind: 'decide',
+      input: {
+        callId,
+        decision,
+        ...(reason === undefined ? {} : { reason }),
+        ...(inputHash === undefined ? {} : { inputHash }),
+      },
+    });
+  }
+
+  async steer(input: { sessionId: string; text: string }): Promise<void> {
+    const { sessionId, text } = checkMethodArgument('steer', input);
+    return this.#request(sessionId, { kind: 'steer', input: { text } });
+  }
+
+  async stop(input: { sessionId: string; reason?: string }): Promise<void> {
+    const { sessionId, reason } = checkMethodArgument('stop', input);
+    return this.#request(sessionId, {
+      kind: 'stop',
+      input: reason === undefined ? {} : { reason },
+    });
+  }
+
+  async pending(sessionId: string): Promise<PendingDecision[]> {
+    return projectTurn(await this.#runs.facts(checkSessionId(sessionId, 'pending'))).pending;
+  }
+
+  async history(sessionId: string): Promise<ModelMessage[]> {
+    const facts = await this.#runs.facts(checkSessionId(sessionId, 'history'));
+    return projectHistory([...facts], { provider: this.#parts.adapter.provider });
+  }
+
+  async facts(sessionId: string): Promise<Fact[]> {
+    return this.#store.read(checkSessionId(sessionId, 'facts'));
+  }
+
+  async recover(): Promise<RecoveredRun[]> {
+    // openRuns() reads what it needs of every session first: findings() then holds what that
+    // reading found (a session it left out as unreadable, a torn tail it cut).
+    const openRuns = await this.#store.openRuns();
+    const unreadable = await this.#unreadableSessions();
+    const report: RecoveredRun[] = [];
+    for (const sessionId of unreadable) report.push(await this.#unreadable(sessionId));
+    for (const { sessionId, runId } of openRuns) {
+      if (this.#runs.has(sessionId) || unreadable.includes(sessionId)) continue;
+      const recovered = await this.#recoverRun(sessionId, runId);
+      if (recovered !== undefined) report.push(recovered);
+    }
+    return report;
+  }
+
+  async close(): Promise<void> {
+    if (this.#runs.closed) return;
+    this.#closing.abort(
       new RuntimeClosedError({ message: 'This runtime is closed; create a new one.' }),
-    ...(workerRuns === undefined ? {} : { worker: workerRuns }),
-  });
-  const { withSession } = runs;
-  const router =
-    worker !== undefined && isSharedStore(store)
-      ? createRequestRouter({
-          store,
-          workerId: worker.id,
-          leaseMs: worker.leaseMs,
-          generateId: (prefix) => `${worker.id}:${generateId(prefix)}`,
-          withSession,
-          active: (sessionId) => runs.active(sessionId),
-          stillDriving: (sessionId, driver) => runs.stillDriving(sessionId, driver),
-          closed: closing.signal,
-        })
-      : undefined;
+    );
+    await this.#runs.close(
+      new RuntimeClosedError({
+        message:
+          'The runtime was closed before this run ended; it stays unfinished in the log: call recover() on a new runtime to resume it.',
+      }),
+    );
+    await this.#store.close();
+  }
+
+  /** Under the session's lock: starts a run unless the session has an unfinished one. */
+  async #startRun(sessionId: string, text: string): Promise<TurnHandle> {
+    const { generateId, limits, system } = this.#parts;
+    for (let attempt = 1; ; attempt += 1) {
+      const facts = await this.#runs.facts(sessionId);
+      const open = unfinishedRun(facts);
+      if (open) throw busy(sessionId, open.runId);
+      const ids = { sessionId, turnId: generateId('turn'), runId: generateId('run') };
+      try {
+        return await this.#runs.start(ids, [...facts], {
+          type: 'run.started',
+          input: { text },
+          runtimeVersion,
+          limits,
+          ...(system === undefined ? {} : { system }),
+        });
+      } catch (error) {
+        // Races with other workers, where nothing of this run was stored: another run.started
+        // came first (read the session again: it is busy, or that run ended already), or this
+        // worker paused past the new run's lease before its run.started.
+        const race = ConcurrencyError.isInstance(error) || LeaseLostError.isInstance(error);
+        if (!race || attempt >= 5) throw error;
+      }
+    }
+  }
 
   /**
    * Does a request on the session's unfinished run: here, when this runtime drives it (or
    * rebuilds it from the log); with a worker, wherever the run is driven.
    */
-  async function request(sessionId: string, request: RunRequest): Promise<void> {
-    if (router !== undefined) return router.route(sessionId, request);
-    return withSession(sessionId, async () => {
-      const driver = await runs.active(sessionId);
+  async #request(sessionId: string, request: RunRequest): Promise<void> {
+    if (this.#worker !== undefined) return this.#worker.route(sessionId, request);
+    return this.#runs.withSession(sessionId, async () => {
+      const driver = await this.#runs.active(sessionId);
       if (driver === undefined || 'elsewhere' in driver) throw noActiveRun(sessionId, request.kind);
-      await performRequest(driver, request, { sessionId, generateId });
+      await performRequest(driver, request, { sessionId, generateId: this.#parts.generateId });
     });
   }
 
-  return {
-    /** Starts a run for a user message. Throws `SessionBusyError` while the session's last run is unfinished (steer instead). */
-    async send(input: { sessionId: string; text: string }): Promise<TurnHandle> {
-      const { sessionId, text } = checkMethodArgument('send', input);
-      return withSession(sessionId, async () => {
-        for (let attempt = 1; ; attempt += 1) {
-          const facts = await runs.facts(sessionId);
-          const open = unfinishedRun(facts);
-          if (open) throw busy(sessionId, open.runId);
-          const ids = { sessionId, turnId: generateId('turn'), runId: generateId('run') };
-          try {
-            return await runs.start(ids, [...facts], {
-              type: 'run.started',
-              input: { text },
-              runtimeVersion,
-              limits,
-              ...(options.system === undefined ? {} : { system: options.system }),
-            });
-          } catch (error) {
-            // Races with other workers, where nothing of this run was stored: another run.started
-            // came first (read the session again: it is busy, or that run ended already), or this
-            // worker paused past the new run's lease before its run.started.
-            const race = ConcurrencyError.isInstance(error) || LeaseLostError.isInstance(error);
-            if (!race || attempt >= 5) throw error;
-          }
-        }
-      });
-    },
+  /** The sessions the store could not read (their findings say so). */
+  async #unreadableSessions(): Promise<(string | undefined)[]> {
+    const findings = await this.#store.findings();
+    const unreadable = findings.filter((finding) => finding.kind === 'unreadable');
+    return [...new Set(unreadable.map((finding) => finding.sessionId))];
+  }
 
-    /** Answers a pending decision: a permission ask (`allow`/`deny`/`abort`) or an indeterminate call (`report-unknown`/`abort`). */
-    async decide(input: {
-      sessionId: string;
-      callId: string;
-      decision: PermissionDecision;
-      reason?: string;
-      inputHash?: string;
-    }): Promise<void> {
-      const { sessionId, callId, decision, reason, inputHash } = checkMethodArgument(
-        'decide',
-        input,
+  /** The report of a session the store could not read. */
+  async #unreadable(sessionId: string | undefined): Promise<RecoveredRun> {
+    const found = await this.#findingsOf(sessionId);
+    return {
+      sessionId,
+      runId: undefined,
+      interruptedIn: undefined,
+      status: 'damaged',
+      damage: found
+        .filter((finding) => finding.kind === 'unreadable')
+        .map((finding) => finding.message),
+      findings: found,
+    };
+  }
+
+  /** Recovers one unfinished run, under its session's lock; a run that breaks is reported damaged. */
+  async #recoverRun(sessionId: string, runId: string): Promise<RecoveredRun | undefined> {
+    try {
+      const recovered = await this.#runs.withSession(sessionId, () =>
+        this.#runs.recover(sessionId, runId),
       );
-      return request(sessionId, {
-        kind: 'decide',
-        input: {
-          callId,
-          decision,
-          ...(reason === undefined ? {} : { reason }),
-          ...(inputHash === undefined ? {} : { inputHash }),
-        },
-      });
-    },
+      if (recovered?.status !== 'damaged') return recovered;
+      return { ...recovered, findings: await this.#findingsOf(sessionId) };
+    } catch (error) {
+      // One session's log that breaks a projection is that session's damage; a closed or
+      // failing store is everyone's, and is thrown.
+      if (TurnlogError.isTurnlogError(error)) throw error;
+      return {
+        sessionId,
+        runId,
+        interruptedIn: undefined,
+        status: 'damaged',
+        damage: [
+          `recovering the run failed: ${error instanceof Error ? error.message : String(error)}`,
+        ],
+        findings: await this.#findingsOf(sessionId),
+      };
+    }
+  }
 
-    /** Adds a user message to the session's unfinished run; the model sees it in its next request. */
-    async steer(input: { sessionId: string; text: string }): Promise<void> {
-      const { sessionId, text } = checkMethodArgument('steer', input);
-      return request(sessionId, { kind: 'steer', input: { text } });
-    },
-
-    /** Stops the session's unfinished run; it ends `aborted` (I10). Resolves once the stop is durable. */
-    async stop(input: { sessionId: string; reason?: string }): Promise<void> {
-      const { sessionId, reason } = checkMethodArgument('stop', input);
-      return request(sessionId, {
-        kind: 'stop',
-        input: reason === undefined ? {} : { reason },
-      });
-    },
-
-    /** The decisions a person owes in this session. */
-    async pending(sessionId: string): Promise<PendingDecision[]> {
-      return projectTurn(await runs.facts(checkSessionId(sessionId, 'pending'))).pending;
-    },
-
-    /** The messages the model would see next, projected from the log. */
-    async history(sessionId: string): Promise<ModelMessage[]> {
-      const facts = await runs.facts(checkSessionId(sessionId, 'history'));
-      return projectHistory([...facts], { provider: adapter.provider });
-    },
-
-    /** The session's durable log. */
-    async facts(sessionId: string): Promise<Fact[]> {
-      return store.read(checkSessionId(sessionId, 'facts'));
-    },
-
-    /**
-     * Rehydrates every unfinished run found in the store (after a restart): no tool is run again
-     * and no request is re-sent implicitly (I8). Returns what it found, with a handle per run.
-     * A session that cannot be read, or a run that cannot be rebuilt, is reported `damaged` and
-     * left as it is; the other runs still resume.
-     */
-    async recover(): Promise<RecoveredRun[]> {
-      const report: RecoveredRun[] = [];
-      // openRuns() reads what it needs of every session first: findings() then holds what that
-      // reading found (a session it left out as unreadable, a torn tail it cut).
-      const openRuns = await store.openRuns();
-      const findingsOf = async (sessionId: string | undefined) =>
-        (await store.findings()).filter((finding) => finding.sessionId === sessionId);
-      const unreadable = [
-        ...new Set(
-          (await store.findings())
-            .filter((finding) => finding.kind === 'unreadable')
-            .map((finding) => finding.sessionId),
-        ),
-      ];
-      for (const sessionId of unreadable) {
-        const found = await findingsOf(sessionId);
-        report.push({
-          sessionId,
-          runId: undefined,
-          interruptedIn: undefined,
-          status: 'damaged',
-          damage: found
-            .filter((finding) => finding.kind === 'unreadable')
-            .map((finding) => finding.message),
-          findings: found,
-        });
-      }
-      for (const { sessionId, runId } of openRuns) {
-        if (runs.has(sessionId) || unreadable.includes(sessionId)) continue;
-        try {
-          const recovered = await withSession(sessionId, () => runs.recover(sessionId, runId));
-          if (recovered === undefined) continue;
-          report.push(
-            recovered.status === 'damaged'
-              ? { ...recovered, findings: await findingsOf(sessionId) }
-              : recovered,
-          );
-        } catch (error) {
-          // One session's log that breaks a projection is that session's damage; a closed or
-          // failing store is everyone's, and is thrown.
-          if (TurnlogError.isTurnlogError(error)) throw error;
-          report.push({
-            sessionId,
-            runId,
-            interruptedIn: undefined,
-            status: 'damaged',
-            damage: [
-              `recovering the run failed: ${error instanceof Error ? error.message : String(error)}`,
-            ],
-            findings: await findingsOf(sessionId),
-          });
-        }
-      }
-      return report;
-    },
-
-    /**
-     * Closes the store. Live runs are detached, not ended: they stay unfinished in the log and
-     * `recover()` resumes them later (stop them first to end them).
-     */
-    /** This runtime as a worker on a shared store (`undefined` on a store for one process). */
-    worker: worker === undefined ? undefined : { id: worker.id, leaseMs: worker.leaseMs },
-
-    async close(): Promise<void> {
-      if (runs.closed) return;
-      closing.abort(
-        new RuntimeClosedError({ message: 'This runtime is closed; create a new one.' }),
-      );
-      await runs.close(
-        new RuntimeClosedError({
-          message:
-            'The runtime was closed before this run ended; it stays unfinished in the log: call recover() on a new runtime to resume it.',
-        }),
-      );
-      await store.close();
-    },
-  };
+  /** What the store found in the session's stored form. */
+  async #findingsOf(sessionId: string | undefined): Promise<StoreFinding[]> {
+    return (await this.#store.findings()).filter((finding) => finding.sessionId === sessionId);
+  }
 }
-
-export type Runtime = ReturnType<typeof createRuntime>;
 
 function busy(sessionId: string, runId: string): SessionBusyError {
   return new SessionBusyError({

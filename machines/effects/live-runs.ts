@@ -2,33 +2,21 @@ import type { InspectionEvent, Observer } from 'xstate';
 import type { ModelAdapter } from '../../adapters/model-adapter.ts';
 import type { Fact, RunLimits } from '../../events/facts.ts';
 import type { IdGenerator } from '../../events/ids.ts';
+import type { HistoryProjection } from '../../events/project-history.ts';
 import { DamagedSessionError } from '../../runtime-errors.ts';
 import type { EventStore, StoreFinding } from '../../store/event-store.ts';
-import type { InboxItem } from '../../store/run-inbox.ts';
-import { LeaseLostError, type RunLeaseState } from '../../store/run-leases.ts';
 import type { ToolSetSource } from '../../tools/tool-set-source.ts';
-import {
-  type DamagedRun,
-  type LoadedRun,
-  recoveredCallIds,
-  recoveryFacts,
-} from '../pure/resume-run.ts';
+import { type LoadedRun, recoveredCallIds, recoveryFacts } from '../pure/resume-run.ts';
 import type { TurnMachine } from '../pure/turn-machine.ts';
-import { loadRun } from './load-run.ts';
-import { provideRunEffects, type RunLifecycle } from './run-actors.ts';
-import { createRunDriver, type RunDriver } from './run-driver.ts';
-import { createRunHandles, type RunIds } from './run-handles.ts';
-import { isRefusal } from './run-requests.ts';
+import { provideRunEffects } from './run-actors.ts';
+import { RunDriver } from './run-driver.ts';
+import { RunHandles, type RunIds, type RunSinks } from './run-handles.ts';
 import type { RunServices } from './run-services.ts';
-import { createSessionCache } from './session-cache.ts';
-import { createSessionLocks } from './session-locks.ts';
+import type { DrivenElsewhere, RunTenure, TenureHost } from './run-tenure.ts';
+import { SessionCache } from './session-cache.ts';
+import { SessionLocks } from './session-locks.ts';
+import { SingleProcessTenure } from './single-process-tenure.ts';
 import { type TurnHandle, turnResult } from './turn-channel.ts';
-import {
-  isGranted,
-  type LeaseToken,
-  type SharedStore,
-  type WorkerLeases,
-} from './worker-leases.ts';
 
 /** What `recover()` found for one unfinished run (or one session it could not read). */
 export type RecoveredRun =
@@ -60,13 +48,7 @@ export type RecoveredRun =
       findings: StoreFinding[];
     };
 
-interface LiveRun {
-  driver: RunDriver;
-  controller: AbortController;
-  /** With a worker: the epoch of the lease the driver works under. */
-  epoch: number | undefined;
-}
-
+/** What a runtime's live runs are built from: its parts, and how it holds runs. */
 export interface LiveRunsOptions {
   store: EventStore;
   adapter: ModelAdapter;
@@ -81,23 +63,21 @@ export interface LiveRunsOptions {
   closedError: () => Error;
   /** The turn machine, before its live actors are provided (default `turnMachine`; tests of upgrades pass another version). */
   machine?: TurnMachine;
-  /** With a store several workers share: this worker's leases, and how it performs a request from the inbox. */
-  worker?: LiveRunsWorker;
+  /**
+   * How this runtime holds its runs (default: a store for one process's, `SingleProcessTenure`);
+   * a worker's (`WorkerTenure`) on a store several workers share.
+   */
+  tenure?: RunTenure;
 }
 
-/** What live runs need of a worker (architecture/workers.md, "The runtime side"). */
-export interface LiveRunsWorker {
-  store: SharedStore;
-  leases: WorkerLeases;
-  /** Performs a request another worker posted for a run this one drives (its decide/steer/stop). */
-  perform: (driver: RunDriver, item: InboxItem) => Promise<void>;
-  /** A request could not be performed or settled for a reason that is not the request's. */
-  onError: (error: unknown) => void;
-}
+/** A run driven here: its driver, and the controller whose signal its actors get (I10). */
+class LiveRun {
+  readonly driver: RunDriver;
+  readonly controller = new AbortController();
 
-/** The session's unfinished run is driven by another worker, under this live lease. */
-export interface DrivenElsewhere {
-  elsewhere: RunLeaseState;
+  constructor(driver: RunDriver) {
+    this.driver = driver;
+  }
 }
 
 /**
@@ -106,57 +86,222 @@ export interface DrivenElsewhere {
  * state is tagged `parked` is dropped and rebuilt from the log when something arrives for it;
  * the runtime then keeps only the `done` resolvers of its handle.
  *
- * With a worker (a store several processes share), a run is driven here only under this
- * worker's lease: taken before the run is started or rebuilt, stamped on each of its facts,
- * released when it parks, handed over on `close()`. While it drives a run it takes the requests
- * other workers post to the run's inbox; a handle of a run it does not drive (parked, lost, taken
- * over) follows the run through the store until it ends.
+ * Where a run may be driven is the tenure's part (`RunTenure`): on a store for one process,
+ * every run is driven here; a worker drives a run only under its lease, takes the requests other
+ * workers post to the run's inbox while it drives it, and lets the handle of a run it does not
+ * drive (parked, lost, taken over) follow the run through the store until it ends.
+ *
+ * Work on one session runs one piece at a time, in the order it is queued on the session's lock
+ * (`withSession`); how parking and a worker's inbox requests take their turns is told at `park`.
  */
-export function createLiveRuns(options: LiveRunsOptions) {
-  const { store, generateId, worker } = options;
-  const locks = createSessionLocks(options.closedError);
-  const { withSession } = locks;
-  const live = new Map<string, LiveRun>();
-  // The actors are provided once; each finds its run's services here by runId.
-  const runServices = new Map<string, RunServices>();
-  const servicesOf = (runId: string) => {
-    const services = runServices.get(runId);
-    if (services === undefined)
-      throw new Error(`turnlog: no live run ${runId} (an actor outlived its run)`);
-    return services;
-  };
-  const lifecycle: RunLifecycle = {
-    abort({ sessionId, runId }, reason) {
-      const run = live.get(sessionId);
-      if (run?.driver.runId === runId) run.controller.abort(new Error(reason));
-    },
-  };
-  const machine = provideRunEffects(servicesOf, lifecycle, options.machine);
-  // Per unfinished run: its handles' sinks; with a worker, they follow a run not driven here.
-  const handles = createRunHandles({
-    store,
-    follows: worker !== undefined,
-    onError: (error) => worker?.onError(error),
-  });
-  const { newHandle } = handles;
-  // With a worker, per run driven here: its inbox subscription.
-  const inboxes = new Map<string, () => void>();
+export class LiveRuns implements TenureHost {
+  /** The sinks of the unfinished runs' handles. */
+  readonly handles = new RunHandles();
+  readonly #options: LiveRunsOptions;
+  readonly #store: EventStore;
+  readonly #tenure: RunTenure;
+  readonly #locks: SessionLocks;
+  /** The turn machine with its effects provided once: each actor finds its run's services by runId. */
+  readonly #machine: TurnMachine;
+  // Per session: its run driven here.
+  readonly #live = new Map<string, LiveRun>();
+  // Per run driven here: the services its actors use.
+  readonly #services = new Map<string, RunServices>();
   // Sessions whose last run ended: their log and history, for the session's next run.
-  const endedSessions = createSessionCache();
+  readonly #endedSessions = new SessionCache();
+
+  /**
+   * Serializes work on one session: the runtime's public operations, parking and inbox
+   * requests (a function of its own: callers pass it on).
+   */
+  readonly withSession = <T>(sessionId: string, work: () => Promise<T>): Promise<T> =>
+    this.#locks.withSession(sessionId, work);
+
+  constructor(options: LiveRunsOptions) {
+    this.#options = options;
+    this.#store = options.store;
+    this.#tenure = options.tenure ?? new SingleProcessTenure(options.store);
+    this.#locks = new SessionLocks(options.closedError);
+    this.#machine = provideRunEffects(
+      (runId) => this.#servicesOf(runId),
+      { abort: (ids, reason) => this.#abort(ids, reason) },
+      options.machine,
+    );
+  }
+
+  /** True once `close()` was called. */
+  get closed(): boolean {
+    return this.#locks.closed;
+  }
+
+  /** True while the session's run is driven here. */
+  has(sessionId: string): boolean {
+    return this.#live.has(sessionId);
+  }
+
+  /** The live driver of the session's run, when the run is driven here. */
+  driverOf(sessionId: string): RunDriver | undefined {
+    return this.#live.get(sessionId)?.driver;
+  }
+
+  /** Starts a new run with its `run.started` (with a worker: under a lease taken first). */
+  async start(
+    ids: RunIds,
+    facts: Fact[],
+    draft: Parameters<RunDriver['begin']>[0],
+  ): Promise<TurnHandle> {
+    // Read (and pin) the run's tools first: a tools function that throws leaves nothing behind.
+    this.#options.tools.forRun(ids.runId);
+    await this.#tenure.claim(ids);
+    const handle = this.handles.newHandle(ids);
+    const driver = this.#open(ids, facts, draft.limits);
+    try {
+      await driver.begin(draft);
+    } catch (error) {
+      // Nothing of the run is in the log (another run.started won the session, or the store
+      // refused): the runtime keeps nothing of it, and nobody is to take it over.
+      this.handles.discard(ids.runId);
+      this.#options.tools.release(ids.runId);
+      this.#drop(ids, driver);
+      await this.#tenure.leave(ids, driver, 'unstarted');
+      throw error;
+    }
+    return handle;
+  }
+
+  /**
+   * The session's facts: the live run's copy, else the cached log of its ended run and the
+   * store's facts since, else the store's. With a worker, never a live driver's copy: a driver
+   * here may have lost its lease without knowing it yet (a pause), and its copy may lag what
+   * the run's new driver appended.
+   */
+  async facts(sessionId: string): Promise<readonly Fact[]> {
+    const running = this.#tenure.shared ? undefined : this.#live.get(sessionId);
+    return (
+      running?.driver.facts() ??
+      (await this.#endedSessions.facts(this.#store, sessionId)) ??
+      (await this.#store.read(sessionId))
+    );
+  }
+
+  /**
+   * The session's unfinished run, live or rebuilt from the log (no actor restarted: I8).
+   * Rebuilt, a parked run resumes as it was; with a worker, any other was interrupted (its
+   * driver died) and resumes with the recovery sequence, as `recover()` would, and rebuilding it
+   * takes its lease; `elsewhere` when another worker drives it. Throws `DamagedSessionError`
+   * when it cannot be resumed.
+   */
+  async active(sessionId: string): Promise<RunDriver | DrivenElsewhere | undefined> {
+    const running = this.#live.get(sessionId);
+    if (running) return running.driver;
+    const loaded = await this.#tenure.load({ machine: this.#machine, sessionId, runId: undefined });
+    if (loaded === undefined || 'elsewhere' in loaded) return loaded;
+    if ('damage' in loaded) {
+      throw new DamagedSessionError({
+        message: `Session ${sessionId} cannot be resumed: its log is damaged (${loaded.damage.join('; ')}). Nothing was written; read runtime.facts() to inspect it, and start a new session to go on.`,
+        ...loaded,
+      });
+    }
+    await this.#rebuild(loaded);
+    // A fold that reached terminal only lacked run.ended: resume appended it, nothing is open.
+    return this.#live.get(sessionId)?.driver;
+  }
+
+  /**
+   * Rehydrates one unfinished run after a restart (architecture/turn-machine.md,
+   * Rehydration) with the recovery sequence. A run that cannot be resumed is reported
+   * `damaged` and left as it is; `undefined` when the run is no longer unfinished, or (with a
+   * worker) when another worker drives it: its lease is live, so it is not this worker's to
+   * touch.
+   */
+  async recover(sessionId: string, runId: string): Promise<RecoveredRun | undefined> {
+    const running = this.#live.get(sessionId);
+    if (running?.driver.runId === runId) {
+      // Driven here already; unless this worker took the run over from itself (its older lease
+      // lapsed before a renewal): the driver of the older epoch is done, and the run is
+      // recovered under the new one.
+      if (!this.#tenure.supersede(running.driver)) return undefined;
+      await running.driver.ended.catch(() => {});
+    }
+    try {
+      const loaded = await this.#tenure.load({ machine: this.#machine, sessionId, runId });
+      if (loaded === undefined || 'elsewhere' in loaded) return undefined;
+      if ('damage' in loaded) return { ...loaded, status: 'damaged', findings: [] };
+      // Read (and pin) the run's tools first: a tools function that throws leaves nothing behind.
+      this.#options.tools.forRun(runId);
+      const handle = this.handles.newHandle(loaded.ids, loaded.rehydrated.facts);
+      return await this.#resumeRecovering(loaded, handle);
+    } catch (error) {
+      // Lost the run while recovering it (a pause past the lease): another worker goes on.
+      if (this.#tenure.isLost(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Refuses new work, waits for the work queued on each session, then detaches every live run
+   * (they stay unfinished in the log) and fails the open handles with `closedError`. With a
+   * worker, its live runs' leases are handed over: another worker takes them over at its next scan.
+   */
+  async close(closedError: Error): Promise<void> {
+    await this.#locks.close();
+    for (const run of this.#live.values()) {
+      run.driver.release();
+      run.controller.abort(closedError);
+    }
+    await Promise.all([...this.#live.values()].map((run) => run.driver.drained()));
+    await this.#tenure.close();
+    this.#live.clear();
+    this.#services.clear();
+    this.handles.close(closedError);
+  }
 
   /** Wires one run's driver, services and live actor. */
-  function open(ids: RunIds, facts: Fact[], limits: RunLimits): RunDriver {
-    const controller = new AbortController();
-    // The lease this driver works under: its epoch is fixed for the driver's life, so a driver
-    // that lost the run never stamps a later epoch (this worker may take the run again).
-    const token = worker === undefined ? undefined : leaseToken(ids);
-    const sink = handles.drivenHere(ids, facts);
-    let driver!: RunDriver;
-    const history = endedSessions.history(ids.sessionId);
-    runServices.set(ids.runId, {
-      adapter: options.adapter,
-      ...options.tools.forRun(ids.runId),
-      system: options.system,
+  #open(ids: RunIds, facts: Fact[], limits: RunLimits): RunDriver {
+    const { now, generateId, inspect } = this.#options;
+    // With a worker, the lease this driver works under: its epoch is fixed for the driver's
+    // life, so a driver that lost the run never stamps a later epoch (this worker may take the
+    // run again).
+    const token = this.#tenure.token(ids);
+    const sinks = this.handles.drivenHere(ids);
+    const history = this.#endedSessions.history(ids.sessionId);
+    const driver: RunDriver = new RunDriver({
+      store: this.#store,
+      machine: this.#machine,
+      ...ids,
+      facts,
+      now,
+      generateId,
+      ...(inspect ? { inspect } : {}),
+      token,
+      onFact: (fact, reached) => {
+        sinks.push(fact);
+        if (reached.hasTag('parked')) this.#park(ids, driver);
+      },
+    });
+    const run = new LiveRun(driver);
+    this.#services.set(ids.runId, this.#runServices(run, sinks, history, limits));
+    driver.ended.then(
+      () => this.#ended(ids, driver, history),
+      (error) => this.#failed(ids, driver, error),
+    );
+    this.#live.set(ids.sessionId, run);
+    this.#tenure.drive(ids, driver);
+    return driver;
+  }
+
+  /** What the run's actors use: the adapter, its tools, the log, and its driver's commit. */
+  #runServices(
+    { driver, controller }: LiveRun,
+    sinks: RunSinks,
+    history: HistoryProjection,
+    limits: RunLimits,
+  ): RunServices {
+    const { store, generateId, random } = this.#options;
+    return {
+      adapter: this.#options.adapter,
+      ...this.#options.tools.forRun(driver.runId),
+      system: this.#options.system,
       limits,
       store,
       facts: () => driver.facts(),
@@ -165,89 +310,49 @@ export function createLiveRuns(options: LiveRunsOptions) {
       commitAll: (drafts) => driver.commitAll(drafts),
       signal: controller.signal,
       generateId,
-      random: options.random,
-      emit: (event) => sink.push(event),
+      random,
+      emit: (event) => sinks.push(event),
       onError: (error) => driver.fail(error),
-    });
-    driver = createRunDriver({
-      store,
-      machine,
-      ...ids,
-      facts,
-      now: options.now,
-      generateId,
-      ...(options.inspect ? { inspect: options.inspect } : {}),
-      ...(token === undefined ? {} : { token: () => token }),
-      onFact: (fact, reached) => {
-        sink.push(fact);
-        if (reached.hasTag('parked')) park(ids, driver);
-      },
-    });
-    driver.ended.then(
-      () => {
-        handles.end(ids.runId, turnResult(driver.facts(), ids.runId));
-        endedSessions.keep(ids.sessionId, driver.facts(), history);
-        forget(ids, driver);
-      },
-      (error) => {
-        endedSessions.drop(ids.sessionId);
-        if (worker !== undefined && LeaseLostError.isInstance(error)) return lose(ids, driver);
-        handles.fail(ids.runId, error);
-        forget(ids, driver);
-      },
-    );
-    live.set(ids.sessionId, { driver, controller, epoch: token?.leaseEpoch });
-    if (worker !== undefined) {
-      inboxes.set(
-        ids.runId,
-        worker.store.subscribeInbox(ids.sessionId, (item) => takeRequest(ids, item)),
-      );
+    };
+  }
+
+  #servicesOf(runId: string): RunServices {
+    const services = this.#services.get(runId);
+    if (services === undefined)
+      throw new Error(`turnlog: no live run ${runId} (an actor outlived its run)`);
+    return services;
+  }
+
+  /** I10: a stop is durable: abort the run's request and its tools' signal. */
+  #abort({ sessionId, runId }: { sessionId: string; runId: string }, reason: string): void {
+    const run = this.#live.get(sessionId);
+    if (run?.driver.runId === runId) run.controller.abort(new Error(reason));
+  }
+
+  /** The run ended: its handles get its result, its session's log and history are kept. */
+  #ended(ids: RunIds, driver: RunDriver, history: HistoryProjection): void {
+    this.handles.end(ids.runId, turnResult(driver.facts(), ids.runId));
+    this.#endedSessions.keep(ids.sessionId, driver.facts(), history);
+    this.#forget(ids, driver);
+  }
+
+  /** The driver failed: its lease was lost (a worker's), or the log could not be written. */
+  #failed(ids: RunIds, driver: RunDriver, error: unknown): void {
+    this.#endedSessions.drop(ids.sessionId);
+    if (this.#tenure.isLost(error)) {
+      this.#lose(ids, driver);
+      return;
     }
-    return driver;
-  }
-
-  /** The lease this worker holds on a run it is about to drive. */
-  function leaseToken(ids: RunIds): LeaseToken {
-    const lease = worker?.leases.held(ids.runId);
-    // Lost since it was taken (a renewal came too late): somebody else's to drive now.
-    if (worker === undefined || lease === undefined) throw lostLease(ids, undefined);
-    return { workerId: worker.leases.workerId, leaseEpoch: lease.epoch };
-  }
-
-  /** The error a driver fails with once this worker no longer holds its lease. */
-  function lostLease(ids: RunIds, epoch: number | undefined) {
-    const workerId = worker?.leases.workerId ?? '';
-    return new LeaseLostError({
-      message: `worker ${workerId} lost epoch ${epoch} of run ${ids.runId}'s lease (it expired before a renewal, or the run was taken over); it drives the run no more`,
-      sessionId: ids.sessionId,
-      runId: ids.runId,
-      workerId,
-      epoch: epoch ?? 0,
-      current: undefined,
-    });
-  }
-
-  /**
-   * The run is no longer driven here: its actor, services and inbox go (its handle stays), and
-   * (`forgetLease`) the lease it drove under, unless this worker holds a newer one already.
-   */
-  function drop(ids: RunIds, driver: RunDriver, forgetLease = false) {
-    const running = live.get(ids.sessionId);
-    if (running?.driver !== driver) return;
-    live.delete(ids.sessionId);
-    runServices.delete(ids.runId);
-    inboxes.get(ids.runId)?.();
-    inboxes.delete(ids.runId);
-    if (forgetLease && worker?.leases.held(ids.runId)?.epoch === running.epoch) {
-      worker?.leases.forget(ids.runId);
-    }
+    this.handles.fail(ids.runId, error);
+    this.#forget(ids, driver);
   }
 
   /** The run is over (or its driver failed): the runtime keeps nothing of it (its handles were told). */
-  function forget(ids: RunIds, driver: RunDriver) {
-    options.tools.release(ids.runId);
+  #forget(ids: RunIds, driver: RunDriver): void {
+    this.#options.tools.release(ids.runId);
+    this.#drop(ids, driver);
     // Its lease ended with run.ended, in the same write.
-    drop(ids, driver, true);
+    void this.#tenure.leave(ids, driver, 'ended');
   }
 
   /**
@@ -255,101 +360,74 @@ export function createLiveRuns(options: LiveRunsOptions) {
    * refused its append, or a renewal found it gone. Its actor stopped when the driver failed;
    * abort what it had in flight, and let its handle follow the run wherever it goes on.
    */
-  function lose(ids: RunIds, driver: RunDriver) {
-    live.get(ids.sessionId)?.controller.abort(new Error(`worker lost run ${ids.runId}'s lease`));
-    options.tools.release(ids.runId);
-    drop(ids, driver, true);
-    handles.follow(ids);
+  #lose(ids: RunIds, driver: RunDriver): void {
+    this.#live
+      .get(ids.sessionId)
+      ?.controller.abort(new Error(`worker lost run ${ids.runId}'s lease`));
+    this.#options.tools.release(ids.runId);
+    this.#drop(ids, driver);
+    void this.#tenure.leave(ids, driver, 'lost');
   }
 
-  /** A run waiting for a person holds no actor (and, with a worker, no lease): drop it; the log rebuilds it when needed. */
-  function park(ids: RunIds, driver: RunDriver) {
-    const { sessionId } = ids;
+  /** The run is no longer driven here: its live actor's services go (its handles stay). */
+  #drop(ids: RunIds, driver: RunDriver): void {
+    if (this.#live.get(ids.sessionId)?.driver !== driver) return;
+    this.#live.delete(ids.sessionId);
+    this.#services.delete(ids.runId);
+  }
+
+  /**
+   * A run waiting for a person holds no actor (and, with a worker, no lease): queued on the
+   * session's lock behind the work under way, it is dropped (`dropParked`); the log rebuilds it
+   * when needed.
+   *
+   * The order of work on the session, each piece queued on its lock when it arrives:
+   * 1. the work under way: a public operation (`send`, `decide`, `steer`, `stop`), a takeover's
+   *    `recover`, or a worker's inbox request; the fact that parks the run queues (2);
+   * 2. the parking: once the driver's commits are drained, a run still parked is released, its
+   *    services dropped (`drop`), then the tenure's `leave('parked')`: a worker ends the run's
+   *    inbox subscription, lets its handles follow it, and releases its lease;
+   * 3. with a worker, an inbox request that arrived after (2) was queued (the inbox delivers
+   *    asynchronously, after a read of the store): it finds the run driven here no more and
+   *    stays pending for the run's next driver (`InboxTaker`). A run rebuilt while it is parked
+   *    (`active`, e.g. by a request's sender that found nobody driving it) queues (2) before its
+   *    new inbox subscription delivers anything.
+   */
+  #park(ids: RunIds, driver: RunDriver): void {
     // Serialized with decide()/steer()/stop(): one that already picked this live driver commits
     // before the actor is dropped, instead of finding it stopped (its fact lost or half-taken).
-    const parked = () => {
-      const snapshot = driver.snapshot();
-      return snapshot?.status === 'active' && snapshot.hasTag('parked');
-    };
-    withSession(sessionId, async () => {
-      // Moved on already (a decision or stop came first): nothing to wait for.
-      if (!parked()) return;
-      await driver.drained();
-      if (!parked()) return;
-      if (live.get(sessionId)?.driver !== driver) return;
-      driver.release();
-      drop(ids, driver);
-      if (worker === undefined) return;
-      handles.follow(ids);
-      await worker.leases.release(ids.runId);
-    }).catch((error) => {
-      // Closed meanwhile: close() releases every live run itself. A release the store did not
-      // take leaves the lease to expire: another worker's takeover then recovers the parked run.
-      if (!locks.closed) worker?.onError(error);
-    });
+    this.#locks
+      .withSession(ids.sessionId, () => this.#dropParked(ids, driver))
+      .catch((error) => {
+        // Closed meanwhile: close() releases every live run itself. A release the store did not
+        // take leaves the lease to expire: another worker's takeover then recovers the parked run.
+        if (!this.#locks.closed) this.#tenure.warn(error);
+      });
   }
 
-  /** A request another worker posted for a run this worker drives: do it, then settle it. */
-  function takeRequest(ids: RunIds, item: InboxItem) {
-    // A request for an earlier run of the session: its sender learns the outcome from the log.
-    if (worker === undefined || item.runId !== ids.runId) return;
-    withSession(ids.sessionId, async () => {
-      const running = live.get(ids.sessionId);
-      const lease = worker.leases.held(item.runId);
-      // Not driven here any more: the request stays pending for the run's next driver.
-      if (running?.driver.runId !== item.runId || lease === undefined) return;
-      let outcome: Parameters<SharedStore['settleInboxItem']>[0]['outcome'];
-      try {
-        await worker.perform(running.driver, item);
-        outcome = { status: 'accepted' };
-      } catch (error) {
-        if (!isRefusal(error)) return worker.onError(error);
-        outcome = { status: 'refused', error: { name: error.name, message: error.message } };
-      }
-      // A request that ended the run also ended its lease: the sender finds its fact in the log.
-      const current = worker.leases.held(item.runId);
-      if (current === undefined) return;
-      await worker.store.settleInboxItem({ id: item.id, lease: current, outcome });
-    }).catch((error) => {
-      if (!locks.closed && !LeaseLostError.isInstance(error)) worker.onError(error);
-    });
+  /** Drops a run still parked once its commits are drained (the work of `park`, under the lock). */
+  async #dropParked(ids: RunIds, driver: RunDriver): Promise<void> {
+    // Moved on already (a decision or stop came first): nothing to wait for.
+    if (!isParked(driver)) return;
+    await driver.drained();
+    if (!isParked(driver)) return;
+    if (this.#live.get(ids.sessionId)?.driver !== driver) return;
+    driver.release();
+    this.#drop(ids, driver);
+    await this.#tenure.leave(ids, driver, 'parked');
   }
 
-  /** Takes the run's lease for this worker (no-op without a worker). */
-  const claim =
-    worker === undefined
-      ? undefined
-      : async (runId: string, sessionId: string): Promise<true | RunLeaseState> => {
-          const lease = await worker.leases.acquire(sessionId, runId);
-          return isGranted(lease) ? true : lease;
-        };
-
-  /** Reads and rebuilds the run under this worker's claim on it; a run that cannot go on gives the lease back. */
-  async function load(
-    sessionId: string,
-    runId: string | undefined,
-  ): Promise<LoadedRun | DamagedRun | DrivenElsewhere | undefined> {
-    let claimed: string | undefined;
-    const loaded = await loadRun<RunLeaseState>({
-      store,
-      machine,
-      sessionId,
-      runId,
-      ...(claim === undefined
-        ? {}
-        : {
-            claim: async (target: string) => {
-              const result = await claim(target, sessionId);
-              if (result === true) claimed = target;
-              return result;
-            },
-          }),
-    });
-    if (claimed !== undefined && (loaded === undefined || 'damage' in loaded)) {
-      // Ended meanwhile, or damaged: nobody drives it (a damaged run is never taken over).
-      await worker?.leases.release(claimed);
+  /** Drives a run rebuilt from the log for work that arrived for it. */
+  async #rebuild(loaded: LoadedRun): Promise<void> {
+    const { ids, facts, rehydrated } = loaded;
+    if (this.#tenure.shared && !rehydrated.snapshot.hasTag('parked')) {
+      await this.#resumeRecovering(loaded, this.handles.newHandle(ids, rehydrated.facts));
+      return;
     }
-    return loaded;
+    const driver = this.#open(ids, facts, rehydrated.limits);
+    await driver.resume(rehydrated.snapshot);
+    // Parked when rebuilt: dropped again after the work that rebuilt it, unless that moved it on.
+    if (rehydrated.snapshot.hasTag('parked')) this.#park(ids, driver);
   }
 
   /**
@@ -357,10 +435,10 @@ export function createLiveRuns(options: LiveRunsOptions) {
    * Rehydration): started-but-unsettled calls marked indeterminate, then `run.recovered`,
    * whose transition starts what must run.
    */
-  async function resumeRecovering(loaded: LoadedRun, handle: TurnHandle): Promise<RecoveredRun> {
+  async #resumeRecovering(loaded: LoadedRun, handle: TurnHandle): Promise<RecoveredRun> {
     const { ids, facts, plan, rehydrated } = loaded;
     const { snapshot } = rehydrated;
-    const driver = open(ids, facts, rehydrated.limits);
+    const driver = this.#open(ids, facts, rehydrated.limits);
     await driver.resume(snapshot);
     if (snapshot.status !== 'done') {
       // One commit each, in order, as recoveryFacts lists them.
@@ -381,175 +459,10 @@ export function createLiveRuns(options: LiveRunsOptions) {
       turn: handle,
     };
   }
-
-  return {
-    newHandle,
-
-    /** Starts a new run with its `run.started` (with a worker: under a lease taken first). */
-    async start(ids: RunIds, facts: Fact[], draft: Parameters<RunDriver['begin']>[0]) {
-      // Read (and pin) the run's tools first: a tools function that throws leaves nothing behind.
-      options.tools.forRun(ids.runId);
-      if (claim !== undefined) {
-        const result = await claim(ids.runId, ids.sessionId);
-        if (result !== true) throw new Error(`turnlog: new run ${ids.runId} is leased already`);
-      }
-      const lease = worker?.leases.held(ids.runId);
-      const handle = newHandle(ids);
-      const driver = open(ids, facts, draft.limits);
-      try {
-        await driver.begin(draft);
-      } catch (error) {
-        // Nothing of the run is in the log (another run.started won the session, or the store
-        // refused): the runtime keeps nothing of it, and nobody is to take it over.
-        handles.discard(ids.runId);
-        options.tools.release(ids.runId);
-        drop(ids, driver, true);
-        if (lease !== undefined) await worker?.store.releaseLease({ lease }).catch(() => false);
-        throw error;
-      }
-      return handle;
-    },
-
-    /**
-     * The session's facts: the live run's copy, else the cached log of its ended run and the
-     * store's facts since, else the store's. With a worker, never a live driver's copy: a driver
-     * here may have lost its lease without knowing it yet (a pause), and its copy may lag what
-     * the run's new driver appended.
-     */
-    async facts(sessionId: string): Promise<readonly Fact[]> {
-      const running = worker === undefined ? live.get(sessionId) : undefined;
-      return (
-        running?.driver.facts() ??
-        (await endedSessions.facts(store, sessionId)) ??
-        (await store.read(sessionId))
-      );
-    },
-
-    /**
-     * With a worker: true while this worker still holds the lease its live driver of the
-     * session's run works under, by the store; a driver found without it fails (as if a
-     * renewal had found the lease lost). Checked before a refusal computed from the driver's
-     * own copy of the log is believed. Always true without a worker.
-     */
-    async stillDriving(sessionId: string, driver: RunDriver): Promise<boolean> {
-      const running = live.get(sessionId);
-      if (worker === undefined) return true;
-      if (running?.driver !== driver) return false;
-      const lease = await worker.store.leaseOf({ sessionId, runId: driver.runId });
-      const holds =
-        lease?.live === true &&
-        lease.workerId === worker.leases.workerId &&
-        lease.epoch === running.epoch;
-      if (!holds)
-        driver.fail(lostLease({ sessionId, turnId: '', runId: driver.runId }, running.epoch));
-      return holds;
-    },
-
-    has: (sessionId: string) => live.has(sessionId),
-
-    /**
-     * The session's unfinished run, live or rebuilt from the log (no actor restarted: I8).
-     * Rebuilt, a parked run resumes as it was; any other was interrupted (its driver died) and
-     * resumes with the recovery sequence, as `recover()` would. With a worker, rebuilding it
-     * takes its lease; `elsewhere` when another worker drives it. Throws `DamagedSessionError`
-     * when it cannot be resumed.
-     */
-    async active(sessionId: string): Promise<RunDriver | DrivenElsewhere | undefined> {
-      const running = live.get(sessionId);
-      if (running) return running.driver;
-      const loaded = await load(sessionId, undefined);
-      if (loaded === undefined || 'elsewhere' in loaded) return loaded;
-      if ('damage' in loaded) {
-        throw new DamagedSessionError({
-          message: `Session ${sessionId} cannot be resumed: its log is damaged (${loaded.damage.join('; ')}). Nothing was written; read runtime.facts() to inspect it, and start a new session to go on.`,
-          ...loaded,
-        });
-      }
-      const { ids, facts, rehydrated } = loaded;
-      if (worker !== undefined && !rehydrated.snapshot.hasTag('parked')) {
-        await resumeRecovering(loaded, newHandle(ids, rehydrated.facts));
-      } else {
-        const driver = open(ids, facts, rehydrated.limits);
-        await driver.resume(rehydrated.snapshot);
-        // Parked when rebuilt: dropped again after the work that rebuilt it, unless that moved it on.
-        if (rehydrated.snapshot.hasTag('parked')) park(ids, driver);
-      }
-      // A fold that reached terminal only lacked run.ended: resume appended it, nothing is open.
-      return live.get(sessionId)?.driver;
-    },
-
-    /**
-     * Rehydrates one unfinished run after a restart (architecture/turn-machine.md,
-     * Rehydration) with the recovery sequence. A run that cannot be resumed is reported
-     * `damaged` and left as it is; `undefined` when the run is no longer unfinished, or (with a
-     * worker) when another worker drives it: its lease is live, so it is not this worker's to
-     * touch.
-     */
-    async recover(sessionId: string, runId: string): Promise<RecoveredRun | undefined> {
-      const running = live.get(sessionId);
-      if (running?.driver.runId === runId) {
-        const held = worker?.leases.held(runId);
-        if (held === undefined || held.epoch === running.epoch) return undefined;
-        // This worker took the run over from itself (its older lease lapsed before a renewal):
-        // the driver of the older epoch is done; the run is recovered under the new one.
-        running.driver.fail(lostLease({ sessionId, turnId: '', runId }, running.epoch));
-        await running.driver.ended.catch(() => {});
-      }
-      try {
-        const loaded = await load(sessionId, runId);
-        if (loaded === undefined || 'elsewhere' in loaded) return undefined;
-        if ('damage' in loaded) return { ...loaded, status: 'damaged', findings: [] };
-        // Read (and pin) the run's tools first: a tools function that throws leaves nothing behind.
-        options.tools.forRun(runId);
-        return await resumeRecovering(loaded, newHandle(loaded.ids, loaded.rehydrated.facts));
-      } catch (error) {
-        // Lost the run while recovering it (a pause past the lease): another worker goes on.
-        if (worker !== undefined && LeaseLostError.isInstance(error)) return undefined;
-        throw error;
-      }
-    },
-
-    /**
-     * A lease this worker held was found lost by a renewal: the run's driver fails with
-     * `LeaseLostError` (its actor stops, nothing more of it is appended) and its handle follows
-     * the run through the store.
-     */
-    lost(sessionId: string, runId: string, epoch: number) {
-      const running = live.get(sessionId);
-      if (running?.driver.runId === runId && running.epoch === epoch) {
-        running.driver.fail(lostLease({ sessionId, turnId: '', runId }, epoch));
-      }
-    },
-
-    /** Serializes work on one session: the runtime's public operations and parking. */
-    withSession,
-
-    /** True once `close()` was called. */
-    get closed() {
-      return locks.closed;
-    },
-
-    /**
-     * Refuses new work, waits for the work queued on each session, then detaches every live run
-     * (they stay unfinished in the log) and fails the open handles with `closedError`. With a
-     * worker, its live runs' leases are handed over: another worker takes them over at its next scan.
-     */
-    async close(closedError: Error) {
-      await locks.close();
-      for (const run of live.values()) {
-        run.driver.release();
-        run.controller.abort(closedError);
-      }
-      await Promise.all([...live.values()].map((run) => run.driver.drained()));
-      for (const unsubscribe of inboxes.values()) unsubscribe();
-      inboxes.clear();
-      await worker?.leases.close();
-      live.clear();
-      runServices.clear();
-      handles.close(closedError);
-    },
-  };
 }
 
-/** A runtime's live runs (`createLiveRuns`). */
-export type LiveRuns = ReturnType<typeof createLiveRuns>;
+/** True while the driver's live actor waits for a person. */
+function isParked(driver: RunDriver): boolean {
+  const snapshot = driver.snapshot();
+  return snapshot?.status === 'active' && snapshot.hasTag('parked');
+}

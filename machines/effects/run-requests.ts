@@ -1,6 +1,5 @@
 import type { Fact, ProposedFact } from '../../events/facts.ts';
 import type { IdGenerator } from '../../events/ids.ts';
-import type { JsonObject } from '../../events/json.ts';
 import { projectTurn } from '../../events/project-turn.ts';
 import { TurnlogError } from '../../events/turnlog-error.ts';
 import {
@@ -8,9 +7,6 @@ import {
   InvalidArgumentError,
   NoActiveRunError,
 } from '../../runtime-errors.ts';
-import { ConcurrencyError } from '../../store/event-store.ts';
-import type { InboxOutcome } from '../../store/run-inbox.ts';
-import { LeaseLostError, RunLeasedError } from '../../store/run-leases.ts';
 import {
   DecisionConflictError,
   DecisionMismatchError,
@@ -18,9 +14,7 @@ import {
   UnknownDecisionError,
   validateDecision,
 } from '../../tools/permission-policy.ts';
-import type { DrivenElsewhere } from './live-runs.ts';
 import type { RunDriver } from './run-driver.ts';
-import type { SharedStore } from './worker-leases.ts';
 
 /** What a caller asks of a session's unfinished run: `runtime.decide()`, `steer()` or `stop()`. */
 export type RunRequest =
@@ -154,173 +148,4 @@ export function refusalError(
 
 function callIdOf(request: RunRequest): string {
   return request.kind === 'decide' ? request.input.callId : '';
-}
-
-/** A race with another worker or a takeover: the request is routed again. */
-function isRace(error: unknown): boolean {
-  return (
-    LeaseLostError.isInstance(error) ||
-    RunLeasedError.isInstance(error) ||
-    ConcurrencyError.isInstance(error)
-  );
-}
-
-export interface RequestRouterOptions {
-  store: SharedStore;
-  workerId: string;
-  leaseMs: number;
-  generateId: IdGenerator;
-  withSession: <T>(sessionId: string, work: () => Promise<T>) => Promise<T>;
-  /** The session's unfinished run driven here (taken over when nobody drives it), or where it is driven. */
-  active: (sessionId: string) => Promise<RunDriver | DrivenElsewhere | undefined>;
-  /** Whether this worker's live driver still holds its run's lease (`liveRuns.stillDriving`). */
-  stillDriving: (sessionId: string, driver: RunDriver) => Promise<boolean>;
-  /** Raised when the runtime closes: a request still waiting ends with it. */
-  closed: AbortSignal;
-}
-
-/** How many times a request is routed again after a race before its error is thrown. */
-const maxRoutes = 20;
-
-/**
- * Routes a request to the session's unfinished run wherever it is (architecture/workers.md,
- * "The runtime side"): done here when this worker drives the run or can take it (parked,
- * released, expired); posted to the run's inbox and awaited when another worker drives it. A
- * race with a takeover, a `recover()` or another request routes it again: the caller sees the
- * request's own outcome, never a stray `ConcurrencyError` or `LeaseLostError`.
- */
-export function createRequestRouter(options: RequestRouterOptions) {
-  const { store, withSession } = options;
-
-  async function route(sessionId: string, request: RunRequest): Promise<void> {
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        const elsewhere = await withSession(sessionId, async () => {
-          const target = await options.active(sessionId);
-          if (target === undefined) throw noActiveRun(sessionId, request.kind);
-          if ('elsewhere' in target) return target.elsewhere;
-          try {
-            await performRequest(target, request, { sessionId, generateId: options.generateId });
-          } catch (error) {
-            // A refusal from this driver's copy of the log counts only while the driver still
-            // holds the run: a paused worker's copy may lag (the decision was made elsewhere).
-            if (isRefusal(error) && !(await options.stillDriving(sessionId, target))) {
-              throw new LeaseLostError({
-                message: `runtime.${request.kind}(): this worker's driver of run ${target.runId} lost its lease`,
-                sessionId,
-                runId: target.runId,
-                workerId: options.workerId,
-                epoch: 0,
-                current: undefined,
-              });
-            }
-            throw error;
-          }
-          return undefined;
-        });
-        if (elsewhere === undefined) return;
-        return await viaInbox(sessionId, elsewhere.runId, request);
-      } catch (error) {
-        if (attempt >= maxRoutes || !isRace(error)) throw error;
-        await delay(Math.min(options.leaseMs / 4, 10 * attempt), options.closed);
-      }
-    }
-  }
-
-  /**
-   * Posts the request to the run's inbox and waits until it is done: settled by the driver, or
-   * its fact (committed under the request's id) in the log. While waiting, a run nobody drives
-   * any more (its driver died or parked it) is taken over here, which brings the request with it.
-   */
-  async function viaInbox(sessionId: string, runId: string, request: RunRequest): Promise<void> {
-    const id = options.generateId('request');
-    const wait = new AbortController();
-    const stopWaiting = () => wait.abort(options.closed.reason);
-    options.closed.addEventListener('abort', stopWaiting, { once: true });
-    let logged!: () => void;
-    const inLog = new Promise<'logged'>((resolve) => {
-      logged = () => resolve('logged');
-    });
-    const unsubscribe = store.subscribe(sessionId, (fact) => {
-      if (fact.id === id) logged();
-    });
-    try {
-      await store.postToInbox({
-        id,
-        sessionId,
-        runId,
-        kind: request.kind,
-        input: request.input as JsonObject,
-        postedBy: options.workerId,
-      });
-      const settled = store.waitForInboxOutcome(id, { signal: wait.signal });
-      settled.catch(() => {});
-      while (true) {
-        const tick = delay(options.leaseMs / 4, wait.signal).then(() => 'tick' as const);
-        const next: InboxOutcome | 'logged' | 'tick' = await Promise.race([settled, inLog, tick]);
-        if (next === 'logged') return;
-        if (next !== 'tick') {
-          if (next.status === 'accepted') return;
-          throw refusalError(next.error, sessionId, request);
-        }
-        const lease = await store.leaseOf({ sessionId, runId });
-        if (lease?.live === true) continue;
-        // Nobody drives the run: take it here (its inbox then brings this request), or learn
-        // that it ended, with the request done or not. Once posted, a request is never done
-        // again by its sender: a race here only means waiting on.
-        let target: Awaited<ReturnType<RequestRouterOptions['active']>>;
-        try {
-          target = await withSession(sessionId, () => options.active(sessionId));
-        } catch (error) {
-          if (isRace(error)) continue;
-          throw error;
-        }
-        const driving =
-          target === undefined ? undefined : 'elsewhere' in target ? target.elsewhere : target;
-        if (driving?.runId === runId) continue;
-        const facts = await store.read(sessionId);
-        if (facts.some((fact) => fact.id === id)) return;
-        // The same decision made by someone else before the run ended: a no-op, as with one process.
-        if (request.kind === 'decide' && endedRunDecided(facts, runId, request)) return;
-        throw new NoActiveRunError({
-          message: `runtime.${request.kind}(): run ${runId} of session ${sessionId} ended before this ${request.kind} could be recorded; nothing was recorded. Start a new run with runtime.send().`,
-          sessionId,
-        });
-      }
-    } finally {
-      unsubscribe();
-      options.closed.removeEventListener('abort', stopWaiting);
-      wait.abort();
-    }
-  }
-
-  return { route };
-}
-
-/** True when the ended run recorded exactly this decision (a different one is a `DecisionConflictError`). */
-function endedRunDecided(
-  facts: readonly Fact[],
-  runId: string,
-  request: Extract<RunRequest, { kind: 'decide' }>,
-): boolean {
-  const decided = facts.flatMap((fact) =>
-    fact.type === 'tool.permission.decided' && fact.runId === runId ? [fact] : [],
-  );
-  if (!decided.some((fact) => fact.callId === request.input.callId)) return false;
-  return validateDecision({ pending: [], decided, decision: request.input }).status === 'no-op';
-}
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

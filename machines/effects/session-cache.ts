@@ -21,54 +21,58 @@ interface Entry {
  * that the log starts with the very facts it read; anything else projects in full). Bounded: past
  * `capacity` sessions, the least recently used is dropped.
  */
-export function createSessionCache(capacity = defaultCachedSessions) {
-  const entries = new Map<string, Entry>();
+export class SessionCache {
+  readonly #capacity: number;
+  // Least recently used first.
+  readonly #entries = new Map<string, Entry>();
 
-  return {
-    /**
-     * The session's facts, the cached ones and the store's since; `undefined` when nothing is
-     * cached or the store does not go on from the cached log (the caller reads it in full).
-     */
-    async facts(store: EventStore, sessionId: string): Promise<Fact[] | undefined> {
-      const entry = entries.get(sessionId);
-      const last = entry?.facts.at(-1);
-      if (entry === undefined || last === undefined) return undefined;
-      const since = await store.read(sessionId, { fromSeq: last.seq });
-      const [again] = since;
-      if (again?.id !== last.id || again.seq !== last.seq) {
-        entries.delete(sessionId);
-        return undefined;
-      }
-      const facts = [...entry.facts];
-      for (let index = 1; index < since.length; index += 1) facts.push(since[index] as Fact);
-      // Most recently used last.
-      entries.delete(sessionId);
-      entries.set(sessionId, { facts, history: entry.history });
-      return facts;
-    },
+  constructor(capacity = defaultCachedSessions) {
+    this.#capacity = capacity;
+  }
 
-    /** The projection a new run of the session starts from (it checks the facts it is given). */
-    history(sessionId: string): HistoryProjection {
-      return entries.get(sessionId)?.history ?? createHistoryProjection();
-    },
+  /**
+   * The session's facts, the cached ones and the store's since; `undefined` when nothing is
+   * cached or the store does not go on from the cached log (the caller reads it in full).
+   */
+  async facts(store: EventStore, sessionId: string): Promise<Fact[] | undefined> {
+    const entry = this.#entries.get(sessionId);
+    const last = entry?.facts.at(-1);
+    if (entry === undefined || last === undefined) return undefined;
+    const since = await store.read(sessionId, { fromSeq: last.seq });
+    const [again] = since;
+    if (again?.id !== last.id || again.seq !== last.seq) {
+      this.#entries.delete(sessionId);
+      return undefined;
+    }
+    const facts = [...entry.facts];
+    for (let index = 1; index < since.length; index += 1) facts.push(since[index] as Fact);
+    // Most recently used last.
+    this.#entries.delete(sessionId);
+    this.#entries.set(sessionId, { facts, history: entry.history });
+    return facts;
+  }
 
-    /** Keeps what a run that ended leaves: its log and its history projection. */
-    keep(sessionId: string, facts: readonly Fact[], history: HistoryProjection): void {
-      entries.delete(sessionId);
-      entries.set(sessionId, { facts, history });
-      for (const oldest of entries.keys()) {
-        if (entries.size <= capacity) break;
-        entries.delete(oldest);
-      }
-    },
+  /** The projection a new run of the session starts from (it checks the facts it is given). */
+  history(sessionId: string): HistoryProjection {
+    return this.#entries.get(sessionId)?.history ?? createHistoryProjection();
+  }
 
-    /** Forgets a session (its run failed: nothing unexpected is kept). */
-    drop(sessionId: string): void {
-      entries.delete(sessionId);
-    },
+  /** Keeps what a run that ended leaves: its log and its history projection. */
+  keep(sessionId: string, facts: readonly Fact[], history: HistoryProjection): void {
+    this.#entries.delete(sessionId);
+    this.#entries.set(sessionId, { facts, history });
+    for (const oldest of this.#entries.keys()) {
+      if (this.#entries.size <= this.#capacity) break;
+      this.#entries.delete(oldest);
+    }
+  }
 
-    get size() {
-      return entries.size;
-    },
-  };
+  /** Forgets a session (its run failed: nothing unexpected is kept). */
+  drop(sessionId: string): void {
+    this.#entries.delete(sessionId);
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
 }

@@ -3,36 +3,37 @@
  * asked for; work on different sessions runs concurrently. Once closed, new work is refused
  * with `closedError()`; `close()` resolves when the work already queued has finished.
  */
-export function createSessionLocks(closedError: () => Error) {
-  const locks = new Map<string, Promise<unknown>>();
-  let closed = false;
+export class SessionLocks {
+  readonly #closedError: () => Error;
+  // Per session with work queued: the end of its queue.
+  readonly #tails = new Map<string, Promise<unknown>>();
+  #closed = false;
 
-  return {
-    /** Runs `work` once every earlier piece of work on `sessionId` has finished. */
-    withSession<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
-      if (closed) return Promise.reject(closedError());
-      const previous = locks.get(sessionId) ?? Promise.resolve();
-      const result = previous.then(work, work);
-      const tail = result.catch(() => {});
-      locks.set(sessionId, tail);
-      tail.then(() => {
-        if (locks.get(sessionId) === tail) locks.delete(sessionId);
-      });
-      return result;
-    },
+  constructor(closedError: () => Error) {
+    this.#closedError = closedError;
+  }
 
-    /** True once `close()` was called. */
-    get closed() {
-      return closed;
-    },
+  /** Runs `work` once every earlier piece of work on `sessionId` has finished. */
+  withSession<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
+    if (this.#closed) return Promise.reject(this.#closedError());
+    const previous = this.#tails.get(sessionId) ?? Promise.resolve();
+    const result = previous.then(work, work);
+    const tail = result.catch(() => {});
+    this.#tails.set(sessionId, tail);
+    tail.then(() => {
+      if (this.#tails.get(sessionId) === tail) this.#tails.delete(sessionId);
+    });
+    return result;
+  }
 
-    /** Refuses new work; resolves when the queued work has finished. */
-    async close(): Promise<void> {
-      closed = true;
-      await Promise.all([...locks.values()]);
-    },
-  };
+  /** True once `close()` was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Refuses new work; resolves when the queued work has finished. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all([...this.#tails.values()]);
+  }
 }
-
-/** A runtime's per-session lock. */
-export type SessionLocks = ReturnType<typeof createSessionLocks>;

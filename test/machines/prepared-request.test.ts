@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type AnyActorLogic, fromCallback } from 'xstate';
 import { sequentialIds } from '../../events/ids.ts';
-import { createRunDriver } from '../../machines/effects/run-driver.ts';
+import { RunDriver } from '../../machines/effects/run-driver.ts';
 import type { PreparedRequest, ProviderStepInput } from '../../machines/pure/actor-inputs.ts';
 import { memoryStore } from '../../store/memory/memory-store.ts';
 import { runStartedDraft, stepStartedDraft } from '../helpers/fact-builder.ts';
@@ -25,7 +25,7 @@ async function driverWithProviderInputs(options: { inspect: boolean }) {
         })
       : fromCallback(() => {});
   const store = memoryStore();
-  const driver = createRunDriver({
+  const driver = new RunDriver({
     store,
     machine: providedMachine(actorFor),
     sessionId: 'session_1',

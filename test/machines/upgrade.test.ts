@@ -5,7 +5,7 @@ import { aiSdkAdapter } from '../../adapters/ai-sdk-adapter.ts';
 import { type ScriptedStep, scriptedModel } from '../../adapters/scripted-model.ts';
 import type { Fact, FactOf } from '../../events/facts.ts';
 import { type IdGenerator, sequentialIds } from '../../events/ids.ts';
-import { createLiveRuns, type RecoveredRun } from '../../machines/effects/live-runs.ts';
+import { LiveRuns, type RecoveredRun } from '../../machines/effects/live-runs.ts';
 import { foldRun, ReplayDivergenceError, rehydrateRun } from '../../machines/pure/rehydrate.ts';
 import { statePath } from '../../machines/pure/state-path.ts';
 import type { TurnMachine } from '../../machines/pure/turn-machine.ts';
@@ -59,7 +59,7 @@ function liveRunsOn(
   machine: TurnMachine,
   options: { steps: ScriptedStep[]; tools: ToolSet; generateId?: IdGenerator },
 ) {
-  const runs = createLiveRuns({
+  const runs = new LiveRuns({
     store,
     adapter: aiSdkAdapter(scriptedModel(options.steps)),
     tools: createToolSetSource({ tools: options.tools, policy: undefined }),

@@ -3,7 +3,7 @@ import { scriptedModel } from '../../adapters/scripted-model.ts';
 import type { Fact } from '../../events/facts.ts';
 import { sequentialIds } from '../../events/ids.ts';
 import { projectHistory } from '../../events/project-history.ts';
-import { createSessionCache } from '../../machines/effects/session-cache.ts';
+import { SessionCache } from '../../machines/effects/session-cache.ts';
 import { createRuntime } from '../../runtime.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import { memoryStore } from '../../store/memory/memory-store.ts';
@@ -132,7 +132,7 @@ describe("the runtime's cache of ended sessions", () => {
   });
 
   it('keeps at most its capacity of sessions, dropping the least recently used', async () => {
-    const cache = createSessionCache(2);
+    const cache = new SessionCache(2);
     const store = memoryStore();
     const history = () => cache.history('none');
     const fact = (sessionId: string) =>

@@ -1,0 +1,199 @@
+import type { EventStore } from '../../../store/event-store.ts';
+import type { RunInbox } from '../../../store/run-inbox.ts';
+import {
+  LeaseLostError,
+  type RunLease,
+  type RunLeaseState,
+  type RunLeases,
+} from '../../../store/run-leases.ts';
+
+/** A store several workers (processes) share: leases with fencing and an inbox per run. */
+export type SharedStore = EventStore & RunLeases & RunInbox;
+
+/** The default of `worker.leaseMs`: how long a run's lease lasts without a renewal. */
+export const defaultLeaseMs = 15_000;
+
+/** True for a store that implements `RunLeases` and `RunInbox` (e.g. `postgresStore`). */
+export function isSharedStore(store: EventStore): store is SharedStore {
+  const candidate = store as Partial<SharedStore>;
+  return (
+    typeof candidate.acquireLease === 'function' &&
+    typeof candidate.renewLeases === 'function' &&
+    typeof candidate.takeOverExpiredLeases === 'function' &&
+    typeof candidate.postToInbox === 'function' &&
+    typeof candidate.subscribeInbox === 'function'
+  );
+}
+
+/** True when `value` is a granted lease rather than the state of someone else's. */
+export function isGranted(value: RunLease | RunLeaseState): value is RunLease {
+  return !('live' in value);
+}
+
+/** The error a driver fails with once worker `workerId` no longer holds its run's lease. */
+export function lostLease(
+  workerId: string,
+  { sessionId, runId }: { sessionId: string; runId: string },
+  epoch: number | undefined,
+): LeaseLostError {
+  return new LeaseLostError({
+    message: `worker ${workerId} lost epoch ${epoch} of run ${runId}'s lease (it expired before a renewal, or the run was taken over); it drives the run no more`,
+    sessionId,
+    runId,
+    workerId,
+    epoch: epoch ?? 0,
+    current: undefined,
+  });
+}
+
+/** What a worker's leases are built from (`new WorkerLeases`). */
+export interface WorkerLeasesOptions {
+  store: SharedStore;
+  workerId: string;
+  leaseMs: number;
+  /** Randomness in [0, 1): the takeover scan's jitter, so workers do not scan in step. */
+  random: () => number;
+  /** A held lease is gone (a renewal found it expired, released or taken over). */
+  onLost: (lease: RunLease) => void;
+  /** The scan took over a run whose lease had expired (or was handed over): drive it. */
+  onTakenOver: (lease: RunLease) => void;
+  /** A renewal or scan failed (the database is away): reported, retried at the next tick. */
+  onError: (error: unknown) => void;
+}
+
+/**
+ * One worker's leases (architecture/workers.md, "The runtime side"): the runs it drives, each
+ * under a lease renewed every `leaseMs / 3` in one statement for all of them; and a scan every
+ * `leaseMs / 4` (with jitter) that takes over the runs whose lease expired. Both timers are
+ * unref'd: a worker never keeps its process alive by itself.
+ */
+export class WorkerLeases {
+  readonly workerId: string;
+  readonly leaseMs: number;
+  readonly #options: WorkerLeasesOptions;
+  readonly #store: SharedStore;
+  // Per run this worker drives: its lease, as last granted or renewed.
+  readonly #held = new Map<string, RunLease>();
+  readonly #renewTimer: ReturnType<typeof setInterval>;
+  #scanTimer: ReturnType<typeof setTimeout> | undefined;
+  #closed = false;
+  #renewing = false;
+  #scanning = false;
+
+  constructor(options: WorkerLeasesOptions) {
+    this.workerId = options.workerId;
+    this.leaseMs = options.leaseMs;
+    this.#options = options;
+    this.#store = options.store;
+    this.#renewTimer = setInterval(
+      () => void this.#renew(),
+      Math.max(1, Math.floor(options.leaseMs / 3)),
+    );
+    this.#renewTimer.unref();
+    this.#scheduleScan();
+  }
+
+  /** The lease this worker holds on a run, if any. */
+  held(runId: string): RunLease | undefined {
+    return this.#held.get(runId);
+  }
+
+  /**
+   * Takes the run's lease when nobody drives it; a lease this worker already holds is kept.
+   * Otherwise the live lease that stands in the way.
+   */
+  async acquire(sessionId: string, runId: string): Promise<RunLease | RunLeaseState> {
+    const mine = this.#held.get(runId);
+    if (mine !== undefined) return mine;
+    const { workerId, leaseMs } = this;
+    const attempt = await this.#store.acquireLease({ sessionId, runId, workerId, leaseMs });
+    if (!attempt.acquired) return attempt.holder;
+    this.#held.set(runId, attempt.lease);
+    return attempt.lease;
+  }
+
+  /** Forgets a lease without telling the store (the run ended: its lease went with `run.ended`; or it was lost). */
+  forget(runId: string): void {
+    this.#held.delete(runId);
+  }
+
+  /** Gives a run's lease up (parked: to nobody; `handOver`: for another worker to take over now). */
+  async release(runId: string, handOver = false): Promise<void> {
+    const lease = this.#held.get(runId);
+    if (lease === undefined) return;
+    this.#held.delete(runId);
+    await this.#store.releaseLease({ lease, handOver });
+  }
+
+  /** Stops the timers and hands every lease still held over to the other workers. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#renewTimer);
+    if (this.#scanTimer !== undefined) clearTimeout(this.#scanTimer);
+    const leases = [...this.#held.values()];
+    this.#held.clear();
+    await Promise.all(
+      leases.map((lease) => this.#store.releaseLease({ lease, handOver: true }).catch(() => false)),
+    );
+  }
+
+  #scheduleScan(): void {
+    if (this.#closed) return;
+    // leaseMs / 4, ±25 %.
+    const delay = Math.max(
+      1,
+      Math.floor((this.leaseMs / 4) * (0.75 + 0.5 * this.#options.random())),
+    );
+    this.#scanTimer = setTimeout(
+      () => void this.#scan().finally(() => this.#scheduleScan()),
+      delay,
+    );
+    this.#scanTimer.unref();
+  }
+
+  /** Renews every held lease in one statement; a lease found gone is forgotten and reported. */
+  async #renew(): Promise<void> {
+    if (this.#renewing || this.#closed || this.#held.size === 0) return;
+    this.#renewing = true;
+    try {
+      const leases = [...this.#held.values()];
+      const { renewed, lost } = await this.#store.renewLeases({ leases, leaseMs: this.leaseMs });
+      for (const lease of renewed) {
+        // Only a lease still held as it was sent (not released or replaced meanwhile).
+        if (this.#held.get(lease.runId)?.epoch === lease.epoch) this.#held.set(lease.runId, lease);
+      }
+      for (const lease of lost) {
+        if (this.#held.get(lease.runId)?.epoch !== lease.epoch) continue;
+        this.#held.delete(lease.runId);
+        this.#options.onLost(lease);
+      }
+    } catch (error) {
+      if (!this.#closed) this.#options.onError(error);
+    } finally {
+      this.#renewing = false;
+    }
+  }
+
+  /** Takes over the runs whose lease expired (or was handed over), and hands them on to be driven. */
+  async #scan(): Promise<void> {
+    if (this.#scanning || this.#closed) return;
+    this.#scanning = true;
+    try {
+      const { workerId, leaseMs } = this;
+      const taken = await this.#store.takeOverExpiredLeases({ workerId, leaseMs });
+      for (const lease of taken) {
+        if (this.#closed) {
+          // Taken while closing: hand it on at once.
+          await this.#store.releaseLease({ lease, handOver: true }).catch(() => {});
+          continue;
+        }
+        this.#held.set(lease.runId, lease);
+        this.#options.onTakenOver(lease);
+      }
+    } catch (error) {
+      if (!this.#closed) this.#options.onError(error);
+    } finally {
+      this.#scanning = false;
+    }
+  }
+}
