@@ -1,5 +1,5 @@
-// The shape of the library's source: its longest functions and any import cycle between its
-// files (type imports included). `npm run shape` prints the report; test/shape.test.ts holds the
+// The shape of the library's source: its longest functions, any import cycle between its files
+// (type imports included), and any import across its layers the wrong way. `npm run shape` prints the report; test/shape.test.ts holds the
 // library to it (issue 23: no function over 120 lines outside the declarative definitions, no
 // cycle).
 //
@@ -27,6 +27,48 @@ export interface SourceShape {
   over: FunctionShape[];
   /** Each strongly connected set of files (more than one) in the import graph, type imports included. */
   cycles: string[][];
+  /** Imports that cross the layers the wrong way (see `layers`), type imports included. */
+  crossings: string[];
+}
+
+/**
+ * The layers (architecture/README.md): a file may import its own layer and the ones listed for
+ * it, nothing above. The first rule whose prefix a path starts with is its layer; the root files
+ * that wire everything (runtime.ts, index.ts, errors.ts) are not listed and may import anything.
+ */
+export const layers: { layer: string; prefixes: string[]; may: string[] }[] = [
+  // The vocabulary: the facts, their projections, and the errors every layer throws.
+  { layer: 'events', prefixes: ['events/', 'runtime-errors.ts'], may: [] },
+  { layer: 'store', prefixes: ['store/'], may: ['events'] },
+  { layer: 'tools', prefixes: ['tools/'], may: ['events'] },
+  // The UI message stream reads a run's turn events: it sits above the machine it follows.
+  { layer: 'ui', prefixes: ['adapters/ui/'], may: ['events', 'model', 'machines'] },
+  { layer: 'model', prefixes: ['adapters/'], may: ['events'] },
+  {
+    layer: 'machines',
+    prefixes: ['machines/', 'runtime-arguments.ts'],
+    may: ['events', 'store', 'tools', 'model'],
+  },
+];
+
+function layerOf(file: string) {
+  return layers.find((rule) => rule.prefixes.some((prefix) => file.startsWith(prefix)));
+}
+
+/** Every import from a lower layer to a higher one, as `from → to`. */
+function crossingsOf(graph: Map<string, string[]>): string[] {
+  const crossings: string[] = [];
+  for (const [file, imported] of graph) {
+    const from = layerOf(file);
+    if (from === undefined) continue;
+    for (const target of imported) {
+      const to = layerOf(target);
+      // Unlisted root files (runtime.ts, index.ts, errors.ts) are the top: no layer imports them.
+      if (to !== undefined && (to === from || from.may.includes(to.layer))) continue;
+      crossings.push(`${file} (${from.layer}) → ${target} (${to?.layer ?? 'top'})`);
+    }
+  }
+  return crossings.sort();
 }
 
 /**
@@ -216,7 +258,14 @@ export function measureShape(root: string, maxLines: number): SourceShape {
   const over = functions.filter(
     (shape) => shape.lines > maxLines && !declarative.has(`${shape.file}:${shape.name}`),
   );
-  return { files: files.length, lines, functions, over, cycles: cyclesOf(graph) };
+  return {
+    files: files.length,
+    lines,
+    functions,
+    over,
+    cycles: cyclesOf(graph),
+    crossings: crossingsOf(graph),
+  };
 }
 
 function report(shape: SourceShape, maxLines: number): string {
@@ -230,6 +279,8 @@ function report(shape: SourceShape, maxLines: number): string {
       .map((entry) => `  ${entry.file}:${entry.line} ${entry.name} ${entry.lines}`),
     `Import cycles (type imports included): ${shape.cycles.length}`,
     ...shape.cycles.map((cycle) => `  ${cycle.join(' ↔ ')}`),
+    `Imports across the layers the wrong way: ${shape.crossings.length}`,
+    ...shape.crossings.map((crossing) => `  ${crossing}`),
   ];
   return out.join('\n');
 }
@@ -244,5 +295,6 @@ if (import.meta.main) {
   } else {
     console.log(report(shape, maxLines));
   }
-  process.exitCode = shape.over.length === 0 && shape.cycles.length === 0 ? 0 : 1;
+  const clean = shape.over.length + shape.cycles.length + shape.crossings.length === 0;
+  process.exitCode = clean ? 0 : 1;
 }

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -16,6 +16,10 @@ describe('the shape of the source (scripts/shape.ts)', () => {
 
   it('has no import cycle among the source files, type imports included', () => {
     expect(shape.cycles).toEqual([]);
+  });
+
+  it('has no import from a lower layer to a higher one (architecture/README.md)', () => {
+    expect(shape.crossings).toEqual([]);
   });
 
   it('measures what it claims: the library source, with its longest function', () => {
@@ -44,6 +48,30 @@ describe('measureShape', () => {
         ['a.ts', 'run', 127],
       ]);
       expect(planted.cycles).toEqual([['a.ts', 'b.ts']]);
+      expect(planted.crossings).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('finds an import across the layers the wrong way', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'turnlog-shape-'));
+    try {
+      mkdirSync(path.join(dir, 'store'));
+      mkdirSync(path.join(dir, 'machines'));
+      writeFileSync(path.join(dir, 'machines', 'm.ts'), 'export const m = 1;\n');
+      writeFileSync(
+        path.join(dir, 'store', 's.ts'),
+        "import { m } from '../machines/m.ts';\nexport const s = m;\n",
+      );
+      writeFileSync(
+        path.join(dir, 'runtime.ts'),
+        "import { s } from './store/s.ts';\nexport const r = s;\n",
+      );
+      execFileSync('git', ['init', '-q'], { cwd: dir });
+      expect(measureShape(dir, 120).crossings).toEqual([
+        'store/s.ts (store) → machines/m.ts (machines)',
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
