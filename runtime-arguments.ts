@@ -127,6 +127,24 @@ const optionsSchema = z.strictObject({
         .optional(),
     })
     .optional(),
+  telemetry: z
+    .union([
+      z.literal(false),
+      z.strictObject({
+        tracer: z
+          .custom((value) => isObject(value) && typeof value.startSpan === 'function', {
+            error: "must be an OpenTelemetry Tracer (trace.getTracer('…'))",
+          })
+          .optional(),
+        meter: z
+          .custom((value) => isObject(value) && typeof value.createHistogram === 'function', {
+            error: "must be an OpenTelemetry Meter (metrics.getMeter('…'))",
+          })
+          .optional(),
+        recordContent: z.boolean({ error: 'must be true or false' }).optional(),
+      }),
+    ])
+    .optional(),
 });
 
 const sessionIdSchema = nonEmptyText;
