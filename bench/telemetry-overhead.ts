@@ -1,9 +1,14 @@
 // What tracing and metrics cost per step: the overhead benchmark's 20-step tool conversation on
 // memoryStore (where the orchestration is all there is to measure), with telemetry off, the
 // default (the API installed, no SDK registered), and traced and measured by an SDK whose
-// exporters drop everything (with and without content). More rounds than `overhead`, and the cost
-// read per round (each round runs every side once), so the load's drift cancels out.
+// exporters drop everything (with and without content); and on lowdbStore (the default store, an
+// fsync per append), off and traced. More rounds than `overhead`, and the cost read per round
+// (each round runs every side once), so the load's drift cancels out.
 // Run alone: npx node bench/telemetry-overhead.ts
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import {
   BasicTracerProvider,
@@ -11,6 +16,7 @@ import {
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
 import type { Runtime } from '../runtime.ts';
+import { lowdbStore } from '../store/folder/lowdb-store.ts';
 import { memoryStore } from '../store/memory/memory-store.ts';
 import { interleave, median, sampleLists } from './stats.ts';
 import { type BenchTable, formatMs, formatTable } from './table.ts';
@@ -24,13 +30,18 @@ export interface TelemetryBenchOptions {
 }
 
 const sideNames = {
-  off: 'telemetry: false (the API is not loaded)',
-  noSdk: 'default, no SDK registered (the API’s no-op spans)',
-  traced: 'traced and measured, no-op exporters',
-  content: 'traced and measured with recordContent, no-op exporters',
+  off: 'memoryStore, telemetry: false (the API is not loaded)',
+  noSdk: 'memoryStore, default, no SDK registered (the API’s no-op spans)',
+  traced: 'memoryStore, traced and measured, no-op exporters',
+  content: 'memoryStore, traced and measured with recordContent, no-op exporters',
+  lowdbOff: 'lowdbStore, telemetry: false',
+  lowdbTraced: 'lowdbStore, traced and measured, no-op exporters',
 } as const;
 
 type Side = keyof typeof sideNames;
+
+/** The side each one's cost is read against: the same store with telemetry off. */
+const baseOf = (side: Side): Side => (side.startsWith('lowdb') ? 'lowdbOff' : 'off');
 
 /** One side: its medians per step, and its cost over `off` read round by round. */
 export interface TelemetryRow {
@@ -79,6 +90,7 @@ export async function benchTelemetryOverhead(
   const steps = options.steps ?? 20;
   const sdk = noopExportingTelemetry();
   const { tracer, meter } = sdk;
+  const dir = await mkdtemp(path.join(tmpdir(), 'turnlog-bench-telemetry-'));
   const runtimes: Record<Side, Runtime> = {
     off: conversationRuntime({ store: memoryStore(), steps, telemetry: false }),
     noSdk: conversationRuntime({ store: memoryStore(), steps }),
@@ -87,6 +99,16 @@ export async function benchTelemetryOverhead(
       store: memoryStore(),
       steps,
       telemetry: { tracer, meter, recordContent: true },
+    }),
+    lowdbOff: conversationRuntime({
+      store: lowdbStore({ dir: path.join(dir, 'off') }),
+      steps,
+      telemetry: false,
+    }),
+    lowdbTraced: conversationRuntime({
+      store: lowdbStore({ dir: path.join(dir, 'traced') }),
+      steps,
+      telemetry: { tracer, meter },
     }),
   };
   let run = 0;
@@ -106,28 +128,30 @@ export async function benchTelemetryOverhead(
         noSdk: side('noSdk'),
         traced: side('traced'),
         content: side('content'),
+        lowdbOff: side('lowdbOff'),
+        lowdbTraced: side('lowdbTraced'),
       },
     });
     const perRound = (samples: number[], base: number[]) =>
       median(samples.map((value, index) => (value - (base[index] as number)) / steps));
-    const offCpu = median(cpu.off) / steps;
-    const offWall = median(wall.off) / steps;
     return names.map((name) => {
-      const cpuCostMs = perRound(cpu[name], cpu.off);
-      const costMs = perRound(wall[name], wall.off);
+      const base = baseOf(name);
+      const cpuCostMs = perRound(cpu[name], cpu[base]);
+      const costMs = perRound(wall[name], wall[base]);
       return {
         side: sideNames[name],
         stepMs: median(wall[name]) / steps,
         cpuStepMs: median(cpu[name]) / steps,
         costMs,
         cpuCostMs,
-        costRatio: costMs / offWall,
-        cpuCost: cpuCostMs / offCpu,
+        costRatio: costMs / (median(wall[base]) / steps),
+        cpuCost: cpuCostMs / (median(cpu[base]) / steps),
       };
     });
   } finally {
     for (const runtime of Object.values(runtimes)) await runtime.close();
     await sdk.shutdown();
+    await rm(dir, { recursive: true, force: true });
   }
 }
 
@@ -139,7 +163,7 @@ export function telemetryTable(
   options: TelemetryBenchOptions = {},
 ): BenchTable {
   return {
-    title: `Telemetry overhead: ${options.steps ?? 20}-step tool conversation, memoryStore, zero-latency model`,
+    title: `Telemetry overhead: ${options.steps ?? 20}-step tool conversation, zero-latency model`,
     columns: [
       'side',
       'per step',
@@ -154,12 +178,12 @@ export function telemetryTable(
       formatMs(row.cpuStepMs),
       `${formatMs(row.costMs)} (${percent(row.costRatio)})`,
       `${formatMs(row.cpuCostMs)} (${percent(row.cpuCost)})`,
-      row.side === sideNames.traced
+      row.side === sideNames.traced || row.side === sideNames.lowdbTraced
         ? `≤ 5 % per step: ${row.cpuCost <= 0.05 && row.costRatio <= 0.05 ? 'met' : 'MISSED'}`
         : '',
     ]),
     notes: [
-      `${options.rounds ?? 60} interleaved rounds after ${options.warmup ?? 5} warm-up rounds, each running every side once in a rotating order; per step: medians; cost: the median over rounds of (side − telemetry: false) in the same round, per step, and its share of telemetry: false's median`,
+      `${options.rounds ?? 60} interleaved rounds after ${options.warmup ?? 5} warm-up rounds, each running every side once in a rotating order; per step: medians; cost: the median over rounds of (side − telemetry: false) in the same round, per step, and its share of that median (memoryStore sides against memoryStore's telemetry: false, lowdbStore's against lowdbStore's)`,
       'no-op exporters: a BatchSpanProcessor whose exporter drops the spans, a metric reader never collected (instruments still aggregate); an app exporting to a collector adds the exporter’s own work, off the run’s path',
     ],
   };

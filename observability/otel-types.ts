@@ -107,5 +107,7 @@ export interface OtelApi {
   SpanKind: { INTERNAL: number; CLIENT: number };
   SpanStatusCode: { ERROR: number };
   isSpanContextValid(spanContext: SpanContext): boolean;
+  /** The meter the API hands out with no meter provider registered (its class tells it apart). */
+  createNoopMeter(): Meter;
   createTraceState(text?: string): TraceState;
 }

@@ -27,7 +27,8 @@ export interface SegmentRequest {
 class LoadedTelemetry implements SegmentHost {
   readonly api: OtelApi;
   readonly tracer: Tracer;
-  readonly metrics: RunMetrics;
+  /** `undefined` when the meter is the API's no-op one (no SDK registered): nothing to record. */
+  readonly metrics: RunMetrics | undefined;
   readonly recordContent: boolean;
   readonly #states: Map<string, RunState>;
 
@@ -37,7 +38,8 @@ class LoadedTelemetry implements SegmentHost {
     this.recordContent = options.recordContent ?? false;
     this.tracer = (options.tracer as Tracer | undefined) ?? api.trace.getTracer('turnlog');
     const meter = (options.meter as Meter | undefined) ?? api.metrics.getMeter('turnlog');
-    this.metrics = new RunMetrics(meter, () => states.values());
+    const noop = meter instanceof (api.createNoopMeter().constructor as new () => Meter);
+    this.metrics = noop ? undefined : new RunMetrics(meter, () => states.values());
   }
 
   runState(runId: string, state: RunState | undefined): void {
@@ -114,12 +116,15 @@ export class RunTelemetry {
     );
     const spanContext = span.spanContext();
     const recording = span.isRecording();
+    const traced = api.isSpanContextValid(spanContext);
+    // No SDK registered: a no-op span in no trace, a no-op meter. Nothing to do for this driver.
+    if (!recording && !traced && host.metrics === undefined) return undefined;
     return new RunSegment({
       host,
       ids,
       span: recording ? span : undefined,
       context: recording ? api.trace.setSpan(parent, span) : undefined,
-      traceContext: api.isSpanContextValid(spanContext) ? toTraceContext(spanContext) : undefined,
+      traceContext: traced ? toTraceContext(spanContext) : undefined,
       attributes,
       takenOver: start === 'recovered' && takenOver(request),
       secretsOf: request.secretsOf,
@@ -150,13 +155,13 @@ export class RunTelemetry {
 
   /** A worker's renewal did not renew `count` leases (lost, or the renewal failed). */
   renewalsMissed(count: number): void {
-    if (count > 0) this.#loaded?.metrics.renewalsMissed.add(count);
+    if (count > 0) this.#loaded?.metrics?.renewalsMissed.add(count);
   }
 
   /** The runtime closed: its runs are reported no more. */
   close(): void {
     this.#closed = true;
-    this.#loaded?.metrics.close();
+    this.#loaded?.metrics?.close();
     this.#states.clear();
   }
 

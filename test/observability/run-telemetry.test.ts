@@ -84,6 +84,16 @@ describe('RunTelemetry', () => {
     expect(spans[0]?.traceId).not.toBe(spans[1]?.traceId);
     telemetry.close();
   });
+
+  it('keeps no segment and times no append when no SDK is registered (the API’s no-op tracer and meter)', async () => {
+    const telemetry = new RunTelemetry({}, { shared: false });
+    await telemetry.ready();
+    const { before } = takeoverFacts();
+    expect(recoveredSegment(telemetry, 'worker-web-2', before)).toBeUndefined();
+    const store = { append: async () => ({ appended: [], lastSeq: 0 }) };
+    expect(telemetry.appendsTo(store)).toBe(store);
+    telemetry.close();
+  });
 });
 
 describe('createRuntime({ telemetry })', () => {
