@@ -50,6 +50,7 @@ export {
   PermissionVerdictError,
   ProjectionInputError,
   ReplayDivergenceError,
+  ReservedToolNameError,
   RunLeasedError,
   RunSealedError,
   RuntimeClosedError,
@@ -169,7 +170,7 @@ export {
   type WorkspaceToolsOptions,
   workspaceTools,
 } from './tools/builtin/workspace-tools.ts';
-export { defineTool, toModelToolDefinitions } from './tools/define-tool.ts';
+export { defineTool, reservedToolNames, toModelToolDefinitions } from './tools/define-tool.ts';
 export type {
   McpCallToolResult,
   McpClient,
