@@ -43,6 +43,7 @@ export {
   UnknownDecisionError,
 } from './tools/permission-policy.ts';
 export {
+  ReservedToolNameError,
   ToolDefinitionError,
   ToolSchemaConversionError,
   WorkspaceRootError,

@@ -50,6 +50,7 @@ export {
   PermissionVerdictError,
   ProjectionInputError,
   ReplayDivergenceError,
+  ReservedToolNameError,
   RunLeasedError,
   RunSealedError,
   RuntimeClosedError,
@@ -181,9 +182,10 @@ export type { LeaseAttempt, RunLease, RunLeaseState, RunLeases } from './store/r
 export {
   type WorkspaceTools,
   type WorkspaceToolsOptions,
+  workspaceToolNames,
   workspaceTools,
 } from './tools/builtin/workspace-tools.ts';
-export { defineTool, toModelToolDefinitions } from './tools/define-tool.ts';
+export { defineTool, reservedToolNames, toModelToolDefinitions } from './tools/define-tool.ts';
 export type {
   McpCallToolResult,
   McpClient,
@@ -191,6 +193,10 @@ export type {
   McpToolsOptions,
   McpWatchableClient,
 } from './tools/mcp/mcp-client.ts';
+export {
+  type McpStdioServerParameters,
+  mcpStdioServer,
+} from './tools/mcp/mcp-stdio-server.ts';
 export { mcpToolName } from './tools/mcp/mcp-tool-names.ts';
 export { type McpTool, mcpTools } from './tools/mcp/mcp-tools.ts';
 export {

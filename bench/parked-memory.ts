@@ -3,12 +3,15 @@
 // cold decide() on one of them. Each measurement runs in its own child process started with
 // --expose-gc.
 // Run alone: npx node bench/parked-memory.ts (npx node bench/parked-memory.ts 100000: that row)
+// TURNLOG_HEAP_SNAPSHOT=prefix: each child writes prefix-before.heapsnapshot (warm-up sessions
+// parked) and prefix-after.heapsnapshot (all parked); bench/heap-summary.ts names what grew.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { writeHeapSnapshot } from 'node:v8';
 import type { Fact, NewFact } from '../events/facts.ts';
 import type { Runtime } from '../runtime.ts';
 import type { EventStore } from '../store/event-store.ts';
@@ -103,6 +106,7 @@ async function measure(
   try {
     await parkAll(runtime, 'warmup', warmupSessions);
     const heapBefore = await heapAfterGc(gc);
+    writeSnapshot('before');
     const rssBefore = process.memoryUsage().rss;
     const started = performance.now();
     if (mode === 'runtime') await parkAll(runtime, 'parked', sessions);
@@ -110,6 +114,7 @@ async function measure(
     const parkMs = performance.now() - started;
     const heapAfter = await heapAfterGc(gc);
     const rssAfter = process.memoryUsage().rss;
+    writeSnapshot('after');
     const coldDecideMs = mode === 'runtime' ? await coldDecides(runtime, store) : undefined;
 
     // The last session parked was not decided: exactly one pending decision.
@@ -148,6 +153,12 @@ async function measure(
     await runtime.close();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** With TURNLOG_HEAP_SNAPSHOT=prefix, a heap snapshot at this point of the measurement. */
+function writeSnapshot(point: 'before' | 'after'): void {
+  const prefix = process.env.TURNLOG_HEAP_SNAPSHOT;
+  if (prefix !== undefined && prefix !== '') writeHeapSnapshot(`${prefix}-${point}.heapsnapshot`);
 }
 
 /**

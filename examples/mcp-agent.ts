@@ -16,6 +16,7 @@ import {
   createRuntime,
   type JsonObject,
   lowdbStore,
+  mcpStdioServer,
   mcpTools,
   recordedStateHasTag,
 } from '../index.ts';
@@ -26,16 +27,16 @@ const folder = await mkdtemp(path.join(tmpdir(), 'turnlog-mcp-agent-'));
 await writeFile(path.join(folder, 'todo.md'), '- [ ] buy milk\n- [ ] call Ana\n');
 console.log(`folder: ${folder}`);
 
-// In an app: new StdioClientTransport({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', folder] })
+// In an app: mcpStdioServer({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', folder] })
 const server = new URL(
   import.meta.resolve('@modelcontextprotocol/server-filesystem/dist/index.js'),
 );
 const client = new Client({ name: 'turnlog-mcp-agent', version: '1.0.0' });
 await client.connect(
-  // stderr: 'ignore' keeps the server's start-up banner out of the transcript.
   new StdioClientTransport({
-    command: process.execPath,
-    args: [server.pathname, folder],
+    // Under turnlog's stdio guard: the server ends with this process, even when it is killed.
+    ...mcpStdioServer({ command: process.execPath, args: [server.pathname, folder] }),
+    // stderr: 'ignore' keeps the server's start-up banner out of the transcript.
     stderr: 'ignore',
   }),
 );

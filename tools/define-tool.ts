@@ -8,13 +8,27 @@ import type {
   ToolPermission,
   ToolSet,
 } from './tool.ts';
-import { ToolDefinitionError, ToolSchemaConversionError } from './tool-errors.ts';
+import {
+  ReservedToolNameError,
+  ToolDefinitionError,
+  ToolSchemaConversionError,
+} from './tool-errors.ts';
 
 /** The longest timer Node accepts (about 24.8 days); longer timeouts would fire at once. */
 const maxTimeoutMs = 2_147_483_647;
 
 /** Tool names providers accept. */
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/**
+ * Names no tool may have: those of `Object.prototype`'s properties (`__proto__`, `constructor`,
+ * `toString`, `hasOwnProperty`, …) and `prototype`. Every object already means something by
+ * them: assigned as a key, `__proto__` replaces the record's prototype instead of adding a tool.
+ */
+export const reservedToolNames: ReadonlySet<string> = new Set([
+  ...Object.getOwnPropertyNames(Object.prototype),
+  'prototype',
+]);
 
 /** What `defineTool` takes: `execute`'s input is the schema's *output* (defaults, transforms). */
 export interface ToolDefinition<TSchema extends StandardSchemaV1, TOutput> {
@@ -95,8 +109,17 @@ export function assertTool(name: string, tool: unknown): asserts tool is Tool {
   }
 }
 
-/** Throws `ToolDefinitionError` unless `name` is a tool name providers accept. */
+/**
+ * Throws `ToolDefinitionError` unless `name` is a tool name providers accept, and
+ * `ReservedToolNameError` for a name in `reservedToolNames`.
+ */
 export function assertToolName(name: string): void {
+  if (reservedToolNames.has(name)) {
+    throw new ReservedToolNameError({
+      message: `Tool name ${JSON.stringify(name)} is reserved: every JavaScript object already has a ${JSON.stringify(name)}, so a tool by that name would be lost or become the prototype of its tool record; give the tool another name`,
+      toolName: name,
+    });
+  }
   if (!toolNamePattern.test(name)) {
     throw new ToolDefinitionError({
       message: `Tool name ${JSON.stringify(name)} is not accepted by providers; use 1 to 64 letters, digits, "_" or "-"`,

@@ -1,5 +1,6 @@
 import type { JsonObject, JsonValue } from '../events/json.ts';
 import type { ProviderToolDefinition } from '../events/messages.ts';
+import { InvalidArgumentError } from '../runtime-errors.ts';
 import { assertToolName } from './define-tool.ts';
 import type { Tool, ToolSet } from './tool.ts';
 import { ToolDefinitionError } from './tool-errors.ts';
@@ -49,9 +50,20 @@ export function splitTools(tools: RuntimeTools): {
   own: ToolSet;
   provider: ProviderToolDefinition[];
 } {
+  const prototype: unknown = Object.getPrototypeOf(tools);
+  if (prototype !== Object.prototype && prototype !== null) {
+    // `{ __proto__: tool }` in an object literal makes the tool the record's prototype.
+    throw new InvalidArgumentError({
+      message:
+        'The tools are not a plain object: their prototype is another object (a key written `__proto__: …` in an object literal sets the prototype instead of naming a tool); pass { name: tool, … } with names other than __proto__',
+      argument: 'tools',
+    });
+  }
   const own: ToolSet = {};
   const provider: ProviderToolDefinition[] = [];
   for (const [name, tool] of Object.entries(tools)) {
+    // Before the name is used as a key: `own.__proto__ = tool` would set own's prototype.
+    assertToolName(name);
     if (isProviderTool(tool)) provider.push(toProviderToolDefinition(name, tool));
     else own[name] = tool;
   }

@@ -23,6 +23,23 @@ export class ToolDefinitionError extends TurnlogError {
   }
 }
 
+/**
+ * A tool name that every JavaScript object already has a meaning for (`__proto__`,
+ * `constructor`, `prototype`, `toString`, …: see `reservedToolNames`). Under such a key a tool
+ * would become the prototype of its tool record, or be confused with what every object inherits;
+ * it is refused wherever a tool gets its name (`createRuntime`'s tools, `mcpTools`).
+ */
+export class ReservedToolNameError extends TurnlogError {
+  static isInstance = isTurnlogErrorNamed<ReservedToolNameError>('ReservedToolNameError');
+  readonly toolName: string;
+
+  constructor(options: TurnlogErrorOptions & { toolName: string }) {
+    super(options);
+    this.name = 'ReservedToolNameError';
+    this.toolName = options.toolName;
+  }
+}
+
 /** A tool whose input schema cannot be converted to the JSON Schema a provider needs. */
 export class ToolSchemaConversionError extends TurnlogError {
   static isInstance = isTurnlogErrorNamed<ToolSchemaConversionError>('ToolSchemaConversionError');

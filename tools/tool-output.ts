@@ -21,6 +21,9 @@ export interface ToolOutputText {
 /**
  * Turns what `execute` returned into the text the model sees: strings as they are, other
  * values as JSON, `undefined` as "(no output)"; secrets redacted, then truncated to `maxChars`.
+ * A value is redacted before it becomes JSON (every string and key), so a secret holding a
+ * newline, `"` or `\` is found as it is, not in its escaped form; then the text is redacted
+ * again (a secret spanning two JSON values, an escaped one inside a string).
  */
 export function formatToolOutput({
   value,
@@ -31,10 +34,13 @@ export function formatToolOutput({
   maxChars: number;
   secrets?: readonly string[];
 }): ToolOutputText {
-  const redacted = redactSecrets(stringifyOutput(value), secrets);
-  const { text, truncated } = truncateText(redacted, maxChars);
-  const result: ToolOutputText = { text, truncated };
-  const output = storableOutput(value, secrets);
+  const forms = secretForms(secrets);
+  const redacted = redactForms(stringifyOutput(value, forms), forms);
+  const cut = truncateText(redacted, maxChars);
+  // The cut joins head, marker and tail: never let that spell a secret.
+  const text = holdsAny(cut.text, forms) ? redactedMarker : cut.text;
+  const result: ToolOutputText = { text, truncated: cut.truncated };
+  const output = storableOutput(value, forms);
   if (output !== undefined) result.output = output;
   return result;
 }
@@ -115,14 +121,56 @@ export function withheldNote(what: string, secrets: { problem: string }): string
   return `(${what} withheld: without the tool's secrets (${secrets.problem}) nothing can be redacted)`;
 }
 
-/** Replaces every occurrence of each non-empty secret with `[redacted]`, longest first. */
+/**
+ * Replaces every occurrence of each non-empty secret, in every form it takes in text (as it is,
+ * and JSON-escaped once or twice: see `secretForms`), with `[redacted]`, longest first. When a
+ * form is still there afterwards (the replacement and its neighbours spelled the secret again),
+ * the whole text is `[redacted]`: a secret is never let through.
+ */
 export function redactSecrets(text: string, secrets: readonly string[]): string {
+  return redactForms(text, secretForms(secrets));
+}
+
+/** The most times a secret's JSON-escaped form is escaped again (JSON inside a JSON string). */
+const maxEscapeDepth = 2;
+
+/**
+ * Every form the non-empty `secrets` take in a text, longest first: each as it is, and as it
+ * reads inside a JSON string (`JSON.stringify`, quotes dropped), escaped again up to
+ * `maxEscapeDepth` times (a tool that returns JSON text, shown as JSON). A secret without a
+ * character JSON escapes (a quote, a backslash, a control character, a lone surrogate) has one
+ * form.
+ *
+ * @example
+ * secretForms(['a"b']); // ['a\\\"b', 'a\\"b', 'a"b']
+ */
+export function secretForms(secrets: readonly string[]): string[] {
+  const forms = new Set<string>();
+  for (const secret of secrets) {
+    if (typeof secret !== 'string' || secret === '') continue;
+    let form = secret;
+    for (let depth = 0; depth <= maxEscapeDepth; depth += 1) {
+      forms.add(form);
+      form = JSON.stringify(form).slice(1, -1);
+    }
+  }
+  return [...forms].sort((a, b) => b.length - a.length);
+}
+
+/** `text` with every form in `forms` (longest first) replaced; all of it when one survives. */
+function redactForms(text: string, forms: readonly string[]): string {
+  if (forms.length === 0) return text;
   let result = text;
-  const ordered = secrets
-    .filter((secret) => typeof secret === 'string' && secret !== '')
-    .sort((a, b) => b.length - a.length);
-  for (const secret of ordered) result = result.split(secret).join('[redacted]');
-  return result;
+  for (const form of forms) {
+    if (result.includes(form)) result = result.split(form).join(redactedMarker);
+  }
+  return holdsAny(result, forms) ? redactedMarker : result;
+}
+
+const redactedMarker = '[redacted]';
+
+function holdsAny(text: string, forms: readonly string[]): boolean {
+  return forms.some((form) => text.includes(form));
 }
 
 /** A thrown value's message: `Error.message`, a string as it is, anything else as JSON. */
@@ -148,16 +196,34 @@ export function isPlainJson(value: unknown, depth = 0): value is JsonValue {
   return Object.values(value).every((item) => isPlainJson(item, depth + 1));
 }
 
-function stringifyOutput(value: unknown): string {
+/**
+ * The value as text: strings as they are, others as JSON, with every string and object key
+ * redacted of `forms` before the JSON is written (the escaped form of a secret holding a `"`
+ * would otherwise not match).
+ */
+function stringifyOutput(value: unknown, forms: readonly string[]): string {
   if (value === undefined) return '(no output)';
   if (typeof value === 'string') return value;
   try {
     const json = JSON.stringify(value);
-    if (json !== undefined) return json;
+    if (json !== undefined) return forms.length === 0 ? json : redactJson(json, forms);
   } catch {
     // A cycle or a bigint: fall back to the value's own string form.
   }
   return safeString(value);
+}
+
+/** JSON text whose strings and keys are redacted of `forms`, read and written again. */
+function redactJson(json: string, forms: readonly string[]): string {
+  const redacted: unknown = JSON.parse(json, (_key, item: unknown) => {
+    if (typeof item === 'string') return redactForms(item, forms);
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) return item;
+    // fromEntries defines own properties: a `__proto__` key stays a key.
+    return Object.fromEntries(
+      Object.entries(item).map(([key, entry]) => [redactForms(key, forms), entry]),
+    );
+  });
+  return JSON.stringify(redacted);
 }
 
 function describeType(value: unknown): string {
@@ -174,12 +240,15 @@ function safeString(value: unknown): string {
   }
 }
 
-function storableOutput(value: unknown, secrets: readonly string[]): JsonValue | undefined {
+/** The value to keep as `output`: plain JSON, small, and holding no form of a secret. */
+function storableOutput(value: unknown, forms: readonly string[]): JsonValue | undefined {
   try {
     if (value === undefined || !isPlainJson(value)) return undefined;
     const json = JSON.stringify(value);
     if (json.length > maxStoredOutputChars) return undefined;
-    if (redactSecrets(json, secrets) !== json) return undefined;
+    // Its JSON holds a secret's escaped form when a string holds the secret, and the secret
+    // itself when it spans two values (`a","b":"c`).
+    if (holdsAny(json, forms)) return undefined;
     // A copy: the tool may keep and change the object it returned.
     return JSON.parse(json) as JsonValue;
   } catch {

@@ -1,9 +1,16 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import { z as z3 } from 'zod/v3';
-import { defineTool, toModelToolDefinitions } from '../../tools/define-tool.ts';
+import { scriptedModel } from '../../adapters/scripted-model.ts';
+import { createRuntime } from '../../runtime.ts';
+import { InvalidArgumentError } from '../../runtime-errors.ts';
+import { defineTool, reservedToolNames, toModelToolDefinitions } from '../../tools/define-tool.ts';
 import type { StandardSchemaV1, Tool } from '../../tools/tool.ts';
-import { ToolDefinitionError, ToolSchemaConversionError } from '../../tools/tool-errors.ts';
+import {
+  ReservedToolNameError,
+  ToolDefinitionError,
+  ToolSchemaConversionError,
+} from '../../tools/tool-errors.ts';
 
 const echo = defineTool({
   description: 'Echo a message',
@@ -227,5 +234,36 @@ describe('toModelToolDefinitions', () => {
     expect(() => toModelToolDefinitions({ broken: { description: 'x' } as never })).toThrow(
       'Tool "broken" has an inputSchema that is not a Standard Schema; pass a zod schema',
     );
+  });
+});
+
+describe('reserved tool names', () => {
+  it.each([
+    ...['__proto__', 'constructor', 'prototype', 'hasOwnProperty', 'valueOf', '__defineGetter__'],
+  ])('refuses %s as a tool name of createRuntime with ReservedToolNameError', (name) => {
+    // A computed key: an own property named like that, as a tool set built in code has it.
+    const tools = { [name]: echo, other: echo };
+    const refused = () => createRuntime({ model: scriptedModel([]), tools });
+    expect(refused).toThrow(
+      `Tool name ${JSON.stringify(name)} is reserved: every JavaScript object already has a ${JSON.stringify(name)}, so a tool by that name would be lost or become the prototype of its tool record; give the tool another name`,
+    );
+    try {
+      refused();
+    } catch (error) {
+      expect(ReservedToolNameError.isInstance(error)).toBe(true);
+      expect((error as ReservedToolNameError).toolName).toBe(name);
+    }
+    expect(reservedToolNames.has(name)).toBe(true);
+  });
+
+  it('refuses a tool set function returning a record whose prototype is a tool', async () => {
+    // `__proto__: echo` in a literal sets the prototype: the tool would silently be missing.
+    const runtime = createRuntime({ model: scriptedModel([]), tools: () => ({ __proto__: echo }) });
+    const sending = runtime.send({ sessionId: 's', text: 'hi' });
+    await expect(sending).rejects.toSatisfy(InvalidArgumentError.isInstance);
+    await expect(sending).rejects.toThrow(
+      'The tools are not a plain object: their prototype is another object (a key written `__proto__: …` in an object literal sets the prototype instead of naming a tool); pass { name: tool, … } with names other than __proto__',
+    );
+    await runtime.close();
   });
 });

@@ -1,10 +1,15 @@
+import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { scriptedModel } from '../../adapters/scripted-model.ts';
+import { toUIMessages } from '../../adapters/ui/ui-message-stream.ts';
 import { hashJson } from '../../events/json.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
 import { createCallSettler } from '../../tools/call-settler.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import type { Tool } from '../../tools/tool.ts';
-import { readSecrets } from '../../tools/tool-output.ts';
+import { readSecrets, redactSecrets, secretForms } from '../../tools/tool-output.ts';
+import { testRuntime } from '../runtime/runtime-helpers.ts';
 import {
   allowDecision,
   createToolLog,
@@ -251,5 +256,100 @@ describe('readSecrets', () => {
         throw new Error(apiKey);
       }),
     ).toEqual({ readable: false, problem: 'secrets() threw' });
+  });
+});
+
+/** Characters secrets hold in the wild (a PEM key, a JSON token) and those JSON escapes. */
+const secretUnit = fc.oneof(
+  fc.constantFrom('"', '\\', '\n', '\r', '\t', '\u0000', '\u001f', '\u2028', '/', "'", '[', ']'),
+  fc.constantFrom('😀', '𝄞', '\u{1F511}'),
+  fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+);
+
+/** Random secrets; the fixed core keeps them apart from every text the runtime writes itself. */
+const randomSecret = fc
+  .tuple(
+    fc.string({ unit: secretUnit, maxLength: 8 }),
+    fc.string({ unit: secretUnit, minLength: 1, maxLength: 8 }),
+  )
+  .map(([head, tail]) => `${head}K€y${tail}`);
+
+/** What the tool does with the secret it knows. */
+const leakShapes = {
+  'returns it in a string': (secret: string) => ({ returns: `token: ${secret}.` }),
+  'returns it as a value': (secret: string) => ({ returns: { token: secret, rows: [1, secret] } }),
+  'returns it as a key': (secret: string) => ({ returns: { [secret]: true } }),
+  'returns JSON text holding it': (secret: string) => ({
+    returns: { body: JSON.stringify({ auth: { token: secret } }) },
+  }),
+  'throws it in a message': (secret: string) => ({ throws: new Error(`refused ${secret}`) }),
+  'throws JSON holding it': (secret: string) => ({
+    throws: new Error(`refused: ${JSON.stringify({ token: secret })}`),
+  }),
+  'throws an object holding it': (secret: string) => ({ throws: { code: 401, token: secret } }),
+};
+
+/** True when `value` holds the secret, as it is or escaped, anywhere in its JSON. */
+function holdsSecret(value: unknown, secret: string): boolean {
+  const json = JSON.stringify(value) ?? '';
+  return secretForms([secret]).some((form) => json.includes(form));
+}
+
+describe('a secret holding quotes, backslashes, control or non-BMP characters', () => {
+  it('reaches neither tool.settled, the next request nor the UI messages, in any shape', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        randomSecret,
+        fc.constantFrom(...(Object.keys(leakShapes) as (keyof typeof leakShapes)[])),
+        async (secret, shape) => {
+          const leak = leakShapes[shape](secret);
+          const tool = defineTool({
+            description: 'Calls an API',
+            inputSchema: z.object({}),
+            secrets: () => [secret],
+            execute: () => {
+              if ('throws' in leak) throw leak.throws;
+              return leak.returns;
+            },
+          });
+          const model = scriptedModel([{ toolCalls: [{ name: 'api' }] }, { text: 'Done.' }]);
+          const runtime = testRuntime(memoryStore(), { model, tools: { api: tool } });
+          const turn = await runtime.send({ sessionId: 's', text: 'Go' });
+          expect((await turn.done).status).toBe('completed');
+          const facts = await runtime.facts('s');
+          await runtime.close();
+          const [settled, ...others] = facts.filter((fact) => fact.type === 'tool.settled');
+          expect(others).toHaveLength(0);
+          expect(settled?.outcome).toBe('throws' in leak ? 'error' : 'success');
+          expect(settled?.text).toContain('[redacted]');
+          expect(holdsSecret(settled?.text, secret)).toBe(false);
+          expect(holdsSecret(settled?.output ?? null, secret)).toBe(false);
+          expect(model.requests).toHaveLength(2);
+          expect(holdsSecret(model.requests[1]?.prompt, secret)).toBe(false);
+          expect(holdsSecret(toUIMessages(facts), secret)).toBe(false);
+          expect(holdsSecret(facts, secret)).toBe(false);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('is redacted when it spans two values of the returned JSON', async () => {
+    const secret = 'ab","b":"cd';
+    const tool = defineTool({
+      description: 'Calls an API',
+      inputSchema: z.object({}),
+      secrets: () => [secret],
+      execute: () => ({ a: 'ab', b: 'cd', c: 1 }),
+    });
+    const { settled } = await settleOne(tool);
+    expect(settled).toMatchObject([{ outcome: 'success', text: '{"a":"[redacted]","c":1}' }]);
+    expect(settled[0]?.output).toBeUndefined();
+  });
+
+  it('blanks the whole text when the redaction itself would spell the secret again', () => {
+    // "d]x" appears again once "d]d]xx"'s inner "d]x" becomes "[redacted]": "d][redacted]x".
+    expect(redactSecrets('d]d]xx', ['d]x'])).toBe('[redacted]');
+    expect(redactSecrets('a "quoted" key', ['"quoted"'])).toBe('a [redacted] key');
   });
 });

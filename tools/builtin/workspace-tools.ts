@@ -33,6 +33,17 @@ export type WorkspaceTools = {
 };
 
 /**
+ * The names of the built-in tools `workspaceTools` returns. `mcpTools` refuses a server tool
+ * that would take one of them unless it is renamed to it explicitly.
+ */
+export const workspaceToolNames: ReadonlySet<string> = new Set([
+  'readFile',
+  'writeFile',
+  'listFiles',
+  'runCommand',
+] satisfies (keyof WorkspaceTools)[]);
+
+/**
  * The built-in tools, bound to one workspace root. A path argument that leaves the root (`..`,
  * an absolute path elsewhere, a symlink pointing out) fails validation, so the call settles
  * `invalid` before anything is touched; the file operations then go through folders held open

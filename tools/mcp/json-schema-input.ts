@@ -1,3 +1,4 @@
+import { createContext, Script } from 'node:vm';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { JsonObject } from '../../events/json.ts';
 import type { StandardSchemaV1 } from '../tool.ts';
@@ -116,13 +117,53 @@ export function jsonSchemaInput({
       version: 1,
       vendor: 'turnlog-json-schema',
       validate(value) {
-        if (validate(value)) return { value: value as JsonObject };
+        const valid = validateWithin(validate, value);
+        if (valid === 'too slow') return { issues: [tooSlowIssue] };
+        if (valid) return { value: value as JsonObject };
         return { issues: (validate.errors ?? []).map(toIssue) };
       },
       jsonSchema: { input: () => shown, output: () => shown },
     },
   };
 }
+
+/**
+ * The most milliseconds one input's validation may take. A server's schema is not trusted: a
+ * `pattern` that backtracks without end (`^(a+)+$` on 30 characters takes seconds, and blocks the
+ * event loop meanwhile) or a quadratic `uniqueItems` over a long array is stopped here, and the
+ * input is refused. A sound input takes microseconds.
+ */
+export const maxValidationMs = 250;
+
+/** One V8 context whose script calls the validator, so that `timeout` can stop it. */
+const bounded = createContext({ validate: undefined, value: undefined });
+const validateScript = new Script('validate(value)');
+
+/**
+ * Runs `validate(value)` under `maxValidationMs`: Node's `vm` timeout interrupts V8 wherever it
+ * is, in the middle of a regular expression too (V8's backtracking checks for interrupts), and
+ * throws `ERR_SCRIPT_EXECUTION_TIMEOUT`; nothing is left half done (ajv's validator keeps no
+ * state but its `errors`).
+ */
+function validateWithin(validate: ValidateFunction, value: unknown): boolean | 'too slow' {
+  bounded.validate = validate;
+  bounded.value = value;
+  try {
+    return validateScript.runInContext(bounded, { timeout: maxValidationMs }) === true;
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
+      return 'too slow';
+    }
+    throw error;
+  } finally {
+    bounded.validate = undefined;
+    bounded.value = undefined;
+  }
+}
+
+const tooSlowIssue: StandardSchemaV1.Issue = {
+  message: `checking it against the tool's JSON Schema took longer than ${maxValidationMs} ms (a pattern of the schema that backtracks without end?), so it was refused; send shorter or simpler values`,
+};
 
 /** An ajv error as a Standard Schema issue: the path of the field, and what is wrong with it. */
 function toIssue(error: ErrorObject): StandardSchemaV1.Issue {

@@ -18,6 +18,11 @@ export interface McpToolInfo {
   description?: string | undefined;
   /** The JSON Schema of the tool's arguments (`type: 'object'`). */
   inputSchema: { [key: string]: unknown };
+  /**
+   * How the tool runs with MCP tasks: `'required'` tools can only be called as a task
+   * (`tasks/*`), which turnlog does not do, so `mcpTools` leaves them out.
+   */
+  execution?: { taskSupport?: 'required' | 'optional' | 'forbidden' | undefined } | undefined;
   /** Hints from the server, not guarantees (a server may say anything about its tools). */
   annotations?:
     | {
@@ -86,6 +91,20 @@ export interface McpToolsOptions {
   permission?: Readonly<Record<string, ToolPermission<{ [key: string]: unknown }>>>;
   /** Milliseconds before a call is cancelled and settles `error` (default 120 000). */
   timeoutMs?: number;
+  /**
+   * Tool names chosen by you, keyed by MCP name, taken as they are (no `prefix`): to keep a tool
+   * apart from another (`rename: { search: 'docs_search' }`), or to give a server's tool the
+   * name of a built-in workspace tool on purpose (`rename: { readFile: 'readFile' }`; without
+   * it such a tool is refused, since spread after `workspaceTools()` it would replace the
+   * built-in silently). A name the server does not list throws.
+   */
+  rename?: Readonly<Record<string, string>>;
+  /**
+   * Called with each warning: the tools left out because they run only as MCP tasks
+   * (`execution.taskSupport: 'required'`), named. Default: a process warning
+   * (`process.emitWarning`, type `TurnlogWarning`).
+   */
+  onWarning?: (message: string) => void;
 }
 
 /**

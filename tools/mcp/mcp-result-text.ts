@@ -6,8 +6,14 @@ import type { McpCallToolResult } from './mcp-client.ts';
  * text as it is; an embedded text resource as a header line and its text; images, audio and
  * binary resources summarized in one bracketed line (their type and size), never dropped;
  * resource links as their URI, name and description; then the structured content as JSON,
- * unless the text already says all of it (see `alreadySaid`). `undefined` when the result holds
- * nothing.
+ * unless the blocks already say all of it (see `alreadySaid`). `undefined` when the result
+ * holds nothing.
+ *
+ * No base64 of an image, audio or blob reaches the text, however the server repeats it: wherever
+ * a block's data shows up again (in `structuredContent`, as the filesystem server's
+ * `read_media_file` sends it, in a text block, in `toolResult`) it is replaced by the block's
+ * summary, and a string of structured content that is base64 of `minBase64Chars` or more (a
+ * `data:` URL too) by `[base64 data, N bytes, not shown]`.
  * Truncation to `toolOutputChars` is the tool runtime's.
  *
  * @example
@@ -16,32 +22,87 @@ import type { McpCallToolResult } from './mcp-client.ts';
  */
 export function mcpResultText(result: McpCallToolResult): string | undefined {
   const content = Array.isArray(result.content) ? result.content : [];
-  const parts = content.map(describeBlock);
+  const binary = new BinaryPayloads(content);
+  const parts = content.map((block) => binary.scrubText(describeBlock(block)));
   if (!Array.isArray(result.content) && result.toolResult !== undefined) {
-    parts.push(json(result.toolResult));
+    parts.push(json(binary.scrubValue(result.toolResult)));
   }
   const structured = result.structuredContent;
-  if (structured !== undefined && structured !== null && !alreadySaid(structured, content)) {
-    parts.push(json(structured));
+  if (structured !== undefined && structured !== null) {
+    const shown = binary.scrubValue(structured);
+    if (!alreadySaid(shown, content, parts)) parts.push(json(shown));
   }
   return parts.length === 0 ? undefined : parts.join('\n');
 }
 
+/** The shortest base64 string of structured content that is taken for binary data. */
+export const minBase64Chars = 1_024;
+
+/** Shorter block data is only replaced where it is a whole string, never inside text. */
+const minPayloadChars = 64;
+
+const base64Blob = /^(?:data:[^,;]*(?:;[^,;]*)*;base64,)?[A-Za-z0-9+/_\-\r\n]+={0,2}\s*$/;
+
+/** The base64 data of a result's image, audio and blob blocks, and how each is summarized. */
+class BinaryPayloads {
+  readonly #summaries = new Map<string, string>();
+  /** Longest first, so that one payload inside another is replaced with the outer one. */
+  readonly #long: string[];
+
+  constructor(content: unknown[]) {
+    for (const block of content) {
+      if (!isRecord(block)) continue;
+      const resource = isRecord(block.resource) ? block.resource : undefined;
+      const data = block.type === 'image' || block.type === 'audio' ? block.data : resource?.blob;
+      if (typeof data === 'string' && data !== '') this.#summaries.set(data, describeBlock(block));
+    }
+    this.#long = [...this.#summaries.keys()]
+      .filter((data) => data.length >= minPayloadChars)
+      .sort((a, b) => b.length - a.length);
+  }
+
+  /** `text` with every repeated payload replaced by its block's summary. */
+  scrubText(text: string): string {
+    let result = text;
+    for (const data of this.#long) {
+      if (result.includes(data)) result = result.split(data).join(this.#summaries.get(data));
+    }
+    return result;
+  }
+
+  /** A copy of a JSON value whose strings are scrubbed, and base64 blobs summarized. */
+  scrubValue(value: unknown): unknown {
+    if (typeof value === 'string') {
+      const summary = this.#summaries.get(value);
+      if (summary !== undefined) return summary;
+      const scrubbed = this.scrubText(value);
+      if (scrubbed.length < minBase64Chars || !base64Blob.test(scrubbed)) return scrubbed;
+      const data = scrubbed.slice(scrubbed.indexOf(',') + 1).replace(/\s/g, '');
+      return `[base64 data, ${sizeOf(data)}, not shown]`;
+    }
+    if (Array.isArray(value)) return value.map((item) => this.scrubValue(item));
+    if (!isRecord(value)) return value;
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, this.scrubValue(item)]),
+    );
+  }
+}
+
 /**
- * True when the text blocks already say everything the structured content holds: a block with
+ * True when the blocks already say everything the structured content holds: a text block with
  * the same JSON (what the spec asks servers to send), or every value of it being a string found
- * in the text (servers that wrap their text as `{ content: text }`, like the filesystem server).
+ * in what the blocks say (servers that wrap their text as `{ content: text }`, like the
+ * filesystem server, or repeat their image blocks, scrubbed to the same summaries).
  */
-function alreadySaid(structured: unknown, content: unknown[]): boolean {
+function alreadySaid(structured: unknown, content: unknown[], said: string[]): boolean {
+  if (said.length === 0) return false;
   const texts = content.flatMap((block) =>
     isRecord(block) && block.type === 'text' && typeof block.text === 'string' ? [block.text] : [],
   );
-  if (texts.length === 0) return false;
   const canonical = canonicalJson(structured);
   if (texts.some((text) => sameJson(text, canonical))) return true;
-  const values = leaves(structured);
-  const all = texts.join('\n');
-  return values.every((value) => typeof value === 'string' && all.includes(value));
+  const all = said.join('\n');
+  return leaves(structured).every((value) => typeof value === 'string' && all.includes(value));
 }
 
 /** Every value in a JSON value that is not an object or an array. */

@@ -49,26 +49,17 @@ export async function mcpTools(
   client: McpClient,
   options: McpToolsOptions = {},
 ): Promise<Record<string, McpTool>> {
-  const { prefix, timeoutMs } = checkOptions(client, options);
+  const { prefix, timeoutMs, onWarning } = checkOptions(client, options);
   const compile = await loadJsonSchemaCompiler();
   const listed = await listAllTools(client);
   const server = serverLabel(client);
-  const known = new Set(listed.map((tool) => tool.name));
-  for (const [option, names] of [
-    ['include', options.include ?? []],
-    ['permission', Object.keys(options.permission ?? {})],
-  ] as const) {
-    const unknown = names.filter((name) => !known.has(name));
-    if (unknown.length > 0) {
-      throw new InvalidArgumentError({
-        message: `mcpTools: options.${option} names ${unknown.map((name) => JSON.stringify(name)).join(', ')}, which server ${server} does not list; its tools are: ${[...known].join(', ')}`,
-        argument: `options.${option}`,
-      });
-    }
-  }
-  const include = options.include === undefined ? undefined : new Set(options.include);
-  const chosen = listed.filter((tool) => include === undefined || include.has(tool.name));
-  const names = assignToolNames({ names: chosen.map((tool) => tool.name), prefix, server });
+  const chosen = chooseTools({ listed, options, server, onWarning });
+  const names = assignToolNames({
+    names: chosen.map((tool) => tool.name),
+    prefix,
+    rename: options.rename ?? {},
+    server,
+  });
   const tools: Record<string, McpTool> = {};
   for (const info of chosen) {
     const toolName = names.get(info.name) as string;
@@ -86,6 +77,55 @@ export async function mcpTools(
   }
   return tools;
 }
+
+/**
+ * The listed tools to take: those `include` names (all by default), less the ones that run only
+ * as MCP tasks, which turnlog does not run: left out with a warning naming them, or refused when
+ * `include` asks for one. Options naming a tool the server does not list throw.
+ */
+function chooseTools({
+  listed,
+  options,
+  server,
+  onWarning,
+}: {
+  listed: McpToolInfo[];
+  options: McpToolsOptions;
+  server: string;
+  onWarning: (message: string) => void;
+}): McpToolInfo[] {
+  const known = new Set(listed.map((tool) => tool.name));
+  for (const [option, names] of [
+    ['include', options.include ?? []],
+    ['permission', Object.keys(options.permission ?? {})],
+    ['rename', Object.keys(options.rename ?? {})],
+  ] as const) {
+    const unknown = names.filter((name) => !known.has(name));
+    if (unknown.length > 0) {
+      throw new InvalidArgumentError({
+        message: `mcpTools: options.${option} names ${quoteAll(unknown)}, which server ${server} does not list; its tools are: ${[...known].join(', ')}`,
+        argument: `options.${option}`,
+      });
+    }
+  }
+  const include = options.include === undefined ? undefined : new Set(options.include);
+  const wanted = listed.filter((tool) => include === undefined || include.has(tool.name));
+  const taskOnly = wanted.filter((tool) => tool.execution?.taskSupport === 'required');
+  if (taskOnly.length === 0) return wanted;
+  const names = quoteAll(taskOnly.map((tool) => tool.name));
+  if (include !== undefined) {
+    throw new InvalidArgumentError({
+      message: `mcpTools: options.include names ${names} of server ${server}, which run only as MCP tasks (execution.taskSupport: 'required'); turnlog does not run MCP tasks, so leave them out`,
+      argument: 'options.include',
+    });
+  }
+  onWarning(
+    `mcpTools: server ${server} lists tools that run only as MCP tasks (execution.taskSupport: 'required'), which turnlog does not run; left out: ${names}`,
+  );
+  return wanted.filter((tool) => tool.execution?.taskSupport !== 'required');
+}
+
+const quoteAll = (names: readonly string[]) => names.map((name) => JSON.stringify(name)).join(', ');
 
 function mcpTool({
   client,
@@ -203,7 +243,14 @@ function checkOptions(client: McpClient, options: McpToolsOptions) {
     bad('client', 'is not an MCP client; pass a connected Client from @modelcontextprotocol/sdk');
   }
   if (typeof options !== 'object' || options === null) bad('options', 'must be an object');
-  const { prefix = '', timeoutMs = defaultTimeoutMs, include, permission } = options;
+  const {
+    prefix = '',
+    timeoutMs = defaultTimeoutMs,
+    include,
+    permission,
+    rename,
+    onWarning = warn,
+  } = options;
   if (typeof prefix !== 'string' || !/^[a-zA-Z0-9_-]{0,32}$/.test(prefix)) {
     bad('options.prefix', `is ${JSON.stringify(prefix)}; use up to 32 letters, digits, "_" or "-"`);
   }
@@ -225,5 +272,23 @@ function checkOptions(client: McpClient, options: McpToolsOptions) {
       "must be an object of permissions by MCP tool name, e.g. { write_file: 'ask' }",
     );
   }
-  return { prefix, timeoutMs };
+  if (
+    rename !== undefined &&
+    (typeof rename !== 'object' ||
+      rename === null ||
+      Object.values(rename).some((name) => typeof name !== 'string' || !toolName.test(name)))
+  ) {
+    bad(
+      'options.rename',
+      'must be an object of tool names by MCP tool name, each 1 to 64 letters, digits, "_" or "-", e.g. { search: \'docs_search\' }',
+    );
+  }
+  if (typeof onWarning !== 'function') bad('options.onWarning', 'must be a function');
+  return { prefix, timeoutMs, onWarning };
+}
+
+const toolName = /^[a-zA-Z0-9_-]{1,64}$/;
+
+function warn(message: string): void {
+  process.emitWarning(message, { type: 'TurnlogWarning' });
 }

@@ -70,3 +70,40 @@ describe('mcpTools against @modelcontextprotocol/server-filesystem (stdio)', () 
     ]);
   });
 });
+
+describe("the filesystem server's read_media_file", () => {
+  it('reaches the model as one line, without the base64 it repeats in structuredContent', async () => {
+    const root = tempDir();
+    const bytes = Buffer.from(Array.from({ length: 30_000 }, (_, index) => (index * 7) % 256));
+    writeFileSync(path.join(root, 'photo.png'), bytes);
+    writeFileSync(path.join(root, 'data.bin'), bytes.subarray(0, 2_000));
+    const tools = await mcpTools(await startFilesystemServer(root), { prefix: 'fs_' });
+    let prompt: unknown;
+    const { facts } = await runTurn({
+      tools,
+      script: [
+        {
+          toolCalls: [
+            { name: 'fs_read_media_file', input: { path: path.join(root, 'photo.png') } },
+            { name: 'fs_read_media_file', input: { path: path.join(root, 'data.bin') } },
+          ],
+        },
+        (call) => {
+          prompt = call.prompt;
+          return { text: 'Done.' };
+        },
+      ],
+    });
+    const fileUrl = `file://${path.join(root, 'data.bin')}`;
+    expect(settlements(facts)).toEqual([
+      ['fs_read_media_file', 'success', '[image: image/png, 30000 bytes, not shown]'],
+      [
+        'fs_read_media_file',
+        'success',
+        `[resource: ${fileUrl}, application/octet-stream, 2000 bytes, not shown]`,
+      ],
+    ]);
+    expect(JSON.stringify(prompt)).not.toContain(bytes.toString('base64').slice(0, 40));
+    expect(JSON.stringify(prompt)).toContain('[image: image/png, 30000 bytes, not shown]');
+  });
+});

@@ -76,6 +76,41 @@ describe('mcpResultText', () => {
     );
   });
 
+  it("replaces every repeat of a block's data with its summary, and base64 blobs of structured content", () => {
+    const image = 'iVBO'.repeat(30);
+    const blob = 'QUJD'.repeat(300);
+    expect(
+      mcpResultText({
+        content: [
+          { type: 'text', text: `inline: ${image}.` },
+          { type: 'image', data: image, mimeType: 'image/png' },
+          // Data shorter than 64 characters is replaced only where it is a whole string.
+          { type: 'audio', data: 'AAAA', mimeType: 'audio/wav' },
+          { type: 'text', text: 'AAAA stays in text' },
+        ],
+        structuredContent: { image, sound: 'AAAA', raw: blob, url: `data:;base64,${blob}` },
+      }),
+    ).toBe(
+      [
+        'inline: [image: image/png, 90 bytes, not shown].',
+        '[image: image/png, 90 bytes, not shown]',
+        '[audio: audio/wav, 3 bytes, not shown]',
+        'AAAA stays in text',
+        JSON.stringify({
+          image: '[image: image/png, 90 bytes, not shown]',
+          sound: '[audio: audio/wav, 3 bytes, not shown]',
+          raw: '[base64 data, 900 bytes, not shown]',
+          url: '[base64 data, 900 bytes, not shown]',
+        }),
+      ].join('\n'),
+    );
+    // Under minBase64Chars, or with a space, a string is text.
+    const short = 'QUJD'.repeat(100);
+    expect(mcpResultText({ content: [], structuredContent: { short, words: `${blob} x` } })).toBe(
+      JSON.stringify({ short, words: `${blob} x` }),
+    );
+  });
+
   it('shows the toolResult of servers on protocol 2024-10-07', () => {
     expect(mcpResultText({ toolResult: { ok: true } })).toBe('{"ok":true}');
   });

@@ -56,7 +56,7 @@ describe('assignToolNames', () => {
       assignToolNames({ names: ['a_b', 'x', 'a.b'], prefix: '', server: '"s"' });
     expect(collide).toThrow(ToolDefinitionError);
     expect(collide).toThrow(
-      'The MCP tools "a_b" and "a.b" of server "s" both map to the tool name "a_b" (characters outside letters, digits, "_" and "-" become "_"); take only one of them with the include option',
+      'The MCP tools "a_b" and "a.b" of server "s" both map to the tool name "a_b" (characters outside letters, digits, "_" and "-" become "_"; rename gives names as they are); take only one of them with the include option, or rename one',
     );
   });
 });

@@ -24,6 +24,7 @@ describe('mcpTools against the project test server (stdio)', () => {
       ['fail', 'allow'],
       ['stats', 'allow'],
       ['snapshot', 'allow'],
+      ['photo', 'allow'],
       ['huge', 'allow'],
       ['exit', 'ask'],
       ['unlock', 'allow'],
@@ -157,6 +158,49 @@ describe('mcpTools against the project test server (stdio)', () => {
         ].join('\n'),
       ],
     ]);
+  });
+
+  it("never puts the base64 of an image, audio or blob into the model's text, however the server repeats it", async () => {
+    const { client } = await startTestServer();
+    let prompt: unknown;
+    const { facts } = await runTurn({
+      tools: await mcpTools(client),
+      script: [
+        { toolCalls: [{ name: 'photo' }] },
+        (call) => {
+          prompt = call.prompt;
+          return { text: 'ok' };
+        },
+      ],
+    });
+    const image = '[image: image/png, 30000 bytes, not shown]';
+    const sound = '[audio: audio/wav, 3000 bytes, not shown]';
+    const file = '[resource: file:///data.bin, application/octet-stream, 2000 bytes, not shown]';
+    const structured = {
+      content: [
+        { type: 'image', data: image, mimeType: 'image/png' },
+        { type: 'audio', data: sound, mimeType: 'audio/wav' },
+        {
+          type: 'resource',
+          resource: { uri: 'file:///data.bin', mimeType: 'application/octet-stream', blob: file },
+        },
+      ],
+      preview: `data:image/png;base64,${image}`,
+      thumbnail: '[base64 data, 2000 bytes, not shown]',
+    };
+    const text = [
+      `Here it is: data:image/png;base64,${image}`,
+      image,
+      sound,
+      file,
+      JSON.stringify(structured),
+    ].join('\n');
+    expect(settlements(facts)).toEqual([['photo', 'success', text]]);
+    // No run of 40 base64 characters anywhere the model reads, nor in the log.
+    const base64Run = /[A-Za-z0-9+/]{40,}/;
+    expect(JSON.stringify(prompt)).not.toMatch(base64Run);
+    expect(JSON.stringify(prompt)).toContain('[image: image/png, 30000 bytes, not shown]');
+    expect(JSON.stringify(facts)).not.toMatch(base64Run);
   });
 
   it('cuts a long result to toolOutputChars, keeping its end', async () => {

@@ -149,6 +149,42 @@ server.registerTool(
 );
 
 server.registerTool(
+  'photo',
+  {
+    description: 'Returns a 30 KB image, a sound and a file, repeating their data everywhere.',
+    inputSchema: {},
+    annotations: { readOnlyHint: true },
+  },
+  () => {
+    // Bytes 0…255 over and over: base64 that no text says by chance.
+    const bytes = (size: number, start: number) =>
+      Buffer.from(Array.from({ length: size }, (_, index) => (index * 7 + start) % 256));
+    const image = bytes(30_000, 1).toString('base64');
+    const sound = bytes(3_000, 2).toString('base64');
+    const file = bytes(2_000, 3).toString('base64');
+    const blocks = [
+      { type: 'image' as const, data: image, mimeType: 'image/png' },
+      { type: 'audio' as const, data: sound, mimeType: 'audio/wav' },
+      {
+        type: 'resource' as const,
+        resource: { uri: 'file:///data.bin', mimeType: 'application/octet-stream', blob: file },
+      },
+    ];
+    return {
+      content: [
+        { type: 'text' as const, text: `Here it is: data:image/png;base64,${image}` },
+        ...blocks,
+      ],
+      structuredContent: {
+        content: blocks,
+        preview: `data:image/png;base64,${image}`,
+        thumbnail: bytes(2_000, 4).toString('base64'),
+      },
+    };
+  },
+);
+
+server.registerTool(
   'huge',
   {
     description: 'Returns a long text.',
