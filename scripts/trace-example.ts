@@ -62,7 +62,10 @@ function otlpSpan(span: ReadableSpan) {
       spanId: link.context.spanId,
       attributes: otlpAttributes(link.attributes),
     })),
-    status: { code: span.status.code, ...(span.status.message ? { message: span.status.message } : {}) },
+    status: {
+      code: span.status.code,
+      ...(span.status.message ? { message: span.status.message } : {}),
+    },
   };
 }
 
@@ -89,7 +92,9 @@ const otlpExporter: SpanExporter = {
   async shutdown() {},
 };
 
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(otlpExporter)] });
+const provider = new BasicTracerProvider({
+  spanProcessors: [new SimpleSpanProcessor(otlpExporter)],
+});
 const tracer = provider.getTracer('turnlog');
 const dir = await mkdtemp(path.join(tmpdir(), 'turnlog-trace-example-'));
 let started: () => void = () => {};
@@ -102,7 +107,9 @@ const sendInvoice = defineTool({
   permission: 'ask',
   execute: (_input, { signal }) => {
     started();
-    return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+    return new Promise((_resolve, reject) =>
+      signal.addEventListener('abort', () => reject(signal.reason)),
+    );
   },
 });
 
@@ -112,7 +119,9 @@ const first = createRuntime({
     { error: { status: 429, message: 'Rate limited', headers: { 'retry-after-ms': '300' } } },
     {
       text: 'Sending the invoice.',
-      toolCalls: [{ id: 'call_inv', name: 'sendInvoice', input: { customer: 'acme', amount: 120 } }],
+      toolCalls: [
+        { id: 'call_inv', name: 'sendInvoice', input: { customer: 'acme', amount: 120 } },
+      ],
       usage: { inputTokens: 412, outputTokens: 38 },
     },
   ]),
