@@ -20,12 +20,15 @@ export interface TelemetryMeter {
 /** Traces and metrics of a runtime's runs (`createRuntime({ telemetry })`). */
 export interface TelemetryOptions {
   /**
-   * The tracer spans are started with. Default: the globally registered tracer provider's
-   * `turnlog` tracer, read when each run's span starts (so a provider registered after
-   * `createRuntime` is used); with none registered, spans cost nothing and nothing is kept.
+   * The tracer spans are started with. Default: the global tracer provider's `turnlog` tracer
+   * (the API's proxy: a provider registered after `createRuntime` is used from then on); with
+   * none registered, no span is kept and nothing is done per fact.
    */
   tracer?: TelemetryTracer;
-  /** The meter instruments are made with. Default: the global meter provider's `turnlog` meter. */
+  /**
+   * The meter instruments are made with. Default: the global meter provider's `turnlog` meter,
+   * read once the API loaded (register the SDK before `createRuntime`).
+   */
   meter?: TelemetryMeter;
   /**
    * Also record what the model was given and said: the user's message and the system prompt on
