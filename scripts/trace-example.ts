@@ -5,7 +5,7 @@
 // call's outcome unknown, and the model answers. Two runtimes, one trace.
 //
 // Usage: node scripts/trace-example.ts [endpoint]   (default http://127.0.0.1:4318/v1/traces)
-// With SideSeat (npm install sideseat; npx sideseat start --no-auth):
+// With SideSeat (npm install sideseat; npx sideseat start --no-auth --port 5388):
 //   node scripts/trace-example.ts http://127.0.0.1:5388/otel/default/v1/traces
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
