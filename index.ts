@@ -84,12 +84,14 @@ export type {
   ProviderFailureKind,
   ProviderToolCallPart,
   ProviderToolResultPart,
+  RecordedFingerprint,
   RequestCapture,
   RunLimits,
   RunStatus,
   ToolCallProof,
   ToolCallRecord,
   ToolOutcome,
+  TraceContext,
   TransientEvent,
   Usage,
 } from './events/facts.ts';
@@ -126,6 +128,13 @@ export {
   type ToolCallView,
   type TurnReadModel,
 } from './events/project-turn.ts';
+export {
+  compareFingerprints,
+  type FingerprintDifference,
+  type RunFingerprint,
+  recordedFingerprint,
+  type ToolFingerprint,
+} from './events/run-fingerprint.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/effects/turn-channel.ts';
 export { foldRun } from './machines/pure/rehydrate.ts';
 export { statePath } from './machines/pure/state-path.ts';
@@ -138,6 +147,11 @@ export type {
   TurnTag,
 } from './machines/pure/turn-context.ts';
 export { turnMachine, turnMachineVersion } from './machines/pure/turn-machine.ts';
+export type {
+  TelemetryMeter,
+  TelemetryOptions,
+  TelemetryTracer,
+} from './observability/telemetry-options.ts';
 export {
   createRuntime,
   defaultLimits,

@@ -127,6 +127,27 @@ const optionsSchema = z.strictObject({
         .optional(),
     })
     .optional(),
+  telemetry: z
+    .union(
+      [
+        z.literal(false),
+        z.strictObject({
+          tracer: z
+            .custom((value) => isObject(value) && typeof value.startSpan === 'function', {
+              error: "must be an OpenTelemetry Tracer (trace.getTracer('…'))",
+            })
+            .optional(),
+          meter: z
+            .custom((value) => isObject(value) && typeof value.createHistogram === 'function', {
+              error: "must be an OpenTelemetry Meter (metrics.getMeter('…'))",
+            })
+            .optional(),
+          recordContent: z.boolean({ error: 'must be true or false' }).optional(),
+        }),
+      ],
+      { error: 'must be false (no telemetry) or an object { tracer, meter, recordContent }' },
+    )
+    .optional(),
 });
 
 const sessionIdSchema = nonEmptyText;
@@ -186,8 +207,9 @@ export function checkRuntimeOptions(options: unknown): void {
 function check(schema: z.ZodType, value: unknown, where: string, prefix: string[]): unknown {
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
-  const [issue] = result.error.issues;
-  if (issue === undefined) return value;
+  const [first] = result.error.issues;
+  if (first === undefined) return value;
+  const issue = specificIssue(first);
   const path = [...prefix, ...issue.path.map(String)];
   if (issue.code === 'unrecognized_keys') {
     const [key = ''] = issue.keys;
@@ -206,6 +228,22 @@ function check(schema: z.ZodType, value: unknown, where: string, prefix: string[
   });
 }
 
+/**
+ * Of a value no member of a union took (`telemetry: false | { … }`), the issue of the member that
+ * got furthest into it (the longest path): what is wrong inside the object, not only that it is
+ * not `false`. The union's own message when no member got further than another.
+ */
+function specificIssue(issue: z.core.$ZodIssue): z.core.$ZodIssue {
+  if (issue.code !== 'invalid_union' || issue.errors.length === 0) return issue;
+  const branches = issue.errors
+    .map((errors) => errors[0])
+    .filter((branch) => branch !== undefined)
+    .sort((a, b) => b.path.length - a.path.length);
+  const [deepest, next] = branches;
+  if (deepest === undefined || deepest.path.length === (next?.path.length ?? -1)) return issue;
+  return specificIssue({ ...deepest, path: [...issue.path, ...deepest.path] } as z.core.$ZodIssue);
+}
+
 /** The shape of the (nested) strict object at `path`, for listing its known keys. */
 function shapeAt(
   schema: z.ZodType,
@@ -221,7 +259,10 @@ function shapeAt(
 
 function unwrap(schema: unknown): unknown {
   const inner = (schema as { unwrap?: () => unknown }).unwrap;
-  return typeof inner === 'function' ? unwrap(inner.call(schema)) : schema;
+  if (typeof inner === 'function') return unwrap(inner.call(schema));
+  // A union (`false | { … }`): its object member holds the keys.
+  const members = (schema as { options?: unknown[] }).options;
+  return members?.map(unwrap).find((member) => (member as { shape?: unknown }).shape) ?? schema;
 }
 
 const loose = (name: string) => name.toLowerCase().replace(/[^a-z0-9]/g, '');

@@ -4,9 +4,11 @@ import { type AiSdkLanguageModel, aiSdkAdapter } from './adapters/ai-sdk-adapter
 import type { ModelAdapter } from './adapters/model-adapter.ts';
 import type { Fact, PermissionDecision, RunLimits } from './events/facts.ts';
 import { createIdGenerator, type IdGenerator } from './events/ids.ts';
+import { hashText } from './events/json.ts';
 import type { ModelMessage } from './events/messages.ts';
 import { projectHistory } from './events/project-history.ts';
 import { type PendingDecision, projectTurn } from './events/project-turn.ts';
+import { type RunFingerprint, toolFingerprints } from './events/run-fingerprint.ts';
 import { TurnlogError } from './events/turnlog-error.ts';
 import { LiveRuns, type RecoveredRun } from './machines/effects/live-runs.ts';
 import { defaultMaxRetryAfterMs } from './machines/effects/retry-timer-actor.ts';
@@ -19,6 +21,9 @@ import {
 } from './machines/effects/worker/worker-leases.ts';
 import { WorkerTenure } from './machines/effects/worker/worker-tenure.ts';
 import { unfinishedRun } from './machines/pure/resume-run.ts';
+import { turnMachineVersion } from './machines/pure/turn-machine.ts';
+import { RunTelemetry } from './observability/run-telemetry.ts';
+import type { TelemetryOptions } from './observability/telemetry-options.ts';
 import { checkMethodArgument, checkRuntimeOptions, checkSessionId } from './runtime-arguments.ts';
 import { InvalidArgumentError, RuntimeClosedError, SessionBusyError } from './runtime-errors.ts';
 import { ConcurrencyError, type EventStore, type StoreFinding } from './store/event-store.ts';
@@ -80,6 +85,13 @@ export interface RuntimeOptions<TTools extends RuntimeTools = RuntimeTools> {
    * runs move on about 0.7–1.3 × `leaseMs` after its death (README, "Dead workers").
    */
   worker?: WorkerOptions;
+  /**
+   * OpenTelemetry traces and metrics of every run (README, "Production"), through
+   * `@opentelemetry/api` when it is installed (an optional peer; without it nothing is loaded or
+   * recorded): the globally registered providers by default, or the tracer and meter given here.
+   * `false`: none, and the API is not loaded.
+   */
+  telemetry?: TelemetryOptions | false;
 }
 
 /** A worker's settings (`createRuntime({ worker })`). */
@@ -126,6 +138,12 @@ export interface Runtime {
   /** This runtime as a worker on a shared store (`undefined` on a store for one process). */
   worker: { id: string; leaseMs: number } | undefined;
   /**
+   * What a run started now would be run with: turnlog's and the machine's versions, the model,
+   * the tools (a tools function is read) and the system prompt's hash. Compare it with a parked
+   * run's (`recordedFingerprint` of its `run.started`) with `compareFingerprints`.
+   */
+  fingerprint(): RunFingerprint;
+  /**
    * Closes the store. Live runs are detached, not ended: they stay unfinished in the log and
    * `recover()` resumes them later (stop them first to end them).
    */
@@ -165,6 +183,10 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
     generateId: options.generateId ?? createIdGenerator({ now }),
     random: options.random ?? Math.random,
     worker: workerSettings(store, options.worker),
+    telemetry:
+      options.telemetry === false
+        ? undefined
+        : new RunTelemetry(options.telemetry ?? {}, { shared: isSharedStore(store) }),
   });
 }
 
@@ -181,6 +203,8 @@ interface RuntimeParts {
   random: () => number;
   /** With a store several processes share: this worker's settings. */
   worker: WorkerSettings | undefined;
+  /** Traces and metrics, unless turned off. */
+  telemetry: RunTelemetry | undefined;
 }
 
 interface WorkerSettings {
@@ -219,6 +243,7 @@ const runtimeMethods = [
   'history',
   'facts',
   'recover',
+  'fingerprint',
   'close',
 ] as const satisfies readonly (keyof Runtime)[];
 
@@ -245,6 +270,7 @@ class DefaultRuntime implements Runtime {
         generateId,
         closed: this.#closing.signal,
         runs: () => this.#runs,
+        telemetry: parts.telemetry,
       });
     this.#runs = new LiveRuns({
       store,
@@ -258,6 +284,7 @@ class DefaultRuntime implements Runtime {
       closedError: () =>
         new RuntimeClosedError({ message: 'This runtime is closed; create a new one.' }),
       ...(this.#worker === undefined ? {} : { tenure: this.#worker }),
+      telemetry: parts.telemetry,
     });
     // Own, bound methods, as when the runtime was an object literal: they work detached
     // (`const { send } = runtime`) and are kept by a spread (`{ ...runtime, send }`).
@@ -266,7 +293,9 @@ class DefaultRuntime implements Runtime {
 
   async send(input: { sessionId: string; text: string }): Promise<TurnHandle> {
     const { sessionId, text } = checkMethodArgument('send', input);
-    return this.#runs.withSession(sessionId, () => this.#startRun(sessionId, text));
+    // The caller's context parents the run's first span (read before the session's queue).
+    const parent = await this.#parts.telemetry?.callerContext();
+    return this.#runs.withSession(sessionId, () => this.#startRun(sessionId, text, parent));
   }
 
   async decide(input: Parameters<Runtime['decide']>[0]): Promise<void> {
@@ -309,6 +338,7 @@ class DefaultRuntime implements Runtime {
   }
 
   async recover(): Promise<RecoveredRun[]> {
+    await this.#parts.telemetry?.ready();
     // openRuns() reads what it needs of every session first: findings() then holds what that
     // reading found (a session it left out as unreadable, a torn tail it cut).
     const openRuns = await this.#store.openRuns();
@@ -323,6 +353,17 @@ class DefaultRuntime implements Runtime {
     return report;
   }
 
+  fingerprint(): RunFingerprint {
+    const { adapter, tools, system } = this.#parts;
+    return {
+      turnlogVersion: runtimeVersion,
+      machineVersion: turnMachineVersion,
+      model: { provider: adapter.provider, modelId: adapter.modelId },
+      tools: toolFingerprints(tools.current().toolDefinitions),
+      systemHash: system === undefined ? undefined : hashText(system),
+    };
+  }
+
   async close(): Promise<void> {
     if (this.#runs.closed) return;
     this.#closing.abort(
@@ -334,11 +375,12 @@ class DefaultRuntime implements Runtime {
           'The runtime was closed before this run ended; it stays unfinished in the log: call recover() on a new runtime to resume it.',
       }),
     );
+    this.#parts.telemetry?.close();
     await this.#store.close();
   }
 
   /** Under the session's lock: starts a run unless the session has an unfinished one. */
-  async #startRun(sessionId: string, text: string): Promise<TurnHandle> {
+  async #startRun(sessionId: string, text: string, parent: unknown): Promise<TurnHandle> {
     const { generateId, limits, system } = this.#parts;
     for (let attempt = 1; ; attempt += 1) {
       const facts = await this.#runs.facts(sessionId);
@@ -346,13 +388,18 @@ class DefaultRuntime implements Runtime {
       if (open) throw busy(sessionId, open.runId);
       const ids = { sessionId, turnId: generateId('turn'), runId: generateId('run') };
       try {
-        return await this.#runs.start(ids, [...facts], {
-          type: 'run.started',
-          input: { text },
-          runtimeVersion,
-          limits,
-          ...(system === undefined ? {} : { system }),
-        });
+        return await this.#runs.start(
+          ids,
+          [...facts],
+          {
+            type: 'run.started',
+            input: { text },
+            runtimeVersion,
+            limits,
+            ...(system === undefined ? {} : { system }),
+          },
+          parent,
+        );
       } catch (error) {
         // Races with other workers, where nothing of this run was stored: another run.started
         // came first (read the session again: it is busy, or that run ended already), or this
@@ -368,6 +415,7 @@ class DefaultRuntime implements Runtime {
    * rebuilds it from the log); with a worker, wherever the run is driven.
    */
   async #request(sessionId: string, request: RunRequest): Promise<void> {
+    await this.#parts.telemetry?.ready();
     if (this.#worker !== undefined) return this.#worker.route(sessionId, request);
     return this.#runs.withSession(sessionId, async () => {
       const driver = await this.#runs.active(sessionId);

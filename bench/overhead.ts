@@ -13,6 +13,7 @@ import { agentGraph, runAgentGraph } from './langgraph-agent.ts';
 import { openPostgresCheckpointer } from './postgres-checkpointer.ts';
 import { interleave, median, sampleLists } from './stats.ts';
 import { type BenchTable, formatMs, formatTable } from './table.ts';
+import { noopExportingTelemetry } from './telemetry-overhead.ts';
 import { conversationRuntime, runStreamText, runTurnlog } from './turnlog-side.ts';
 
 /** Options of {@link benchOverhead}. */
@@ -42,6 +43,8 @@ export interface OverheadRow {
 const sideNames = {
   streamText: '(a) AI SDK streamText, stopWhen: stepCountIs(20)',
   turnlogMemory: '(b) turnlog, memoryStore',
+  turnlogMemoryUntraced: '(b) turnlog, memoryStore, telemetry: false',
+  turnlogMemoryTraced: '(b) turnlog, memoryStore, traced and measured (no-op exporters)',
   turnlogLowdb: '(c) turnlog, lowdbStore (fsync per append)',
   langGraphMemory: '(d) LangGraph.js, MemorySaver',
   langGraphPostgres: '(d) LangGraph.js, PostgresSaver, durability async (default)',
@@ -57,6 +60,13 @@ export async function benchOverhead(options: OverheadBenchOptions = {}): Promise
   const dir = await mkdtemp(path.join(tmpdir(), 'turnlog-bench-overhead-'));
   const postgres = await openPostgresCheckpointer('turnlog_bench_overhead');
   const memoryRuntime = conversationRuntime({ store: memoryStore(), steps });
+  const untracedRuntime = conversationRuntime({ store: memoryStore(), steps, telemetry: false });
+  const telemetry = noopExportingTelemetry();
+  const tracedRuntime = conversationRuntime({
+    store: memoryStore(),
+    steps,
+    telemetry: { tracer: telemetry.tracer, meter: telemetry.meter },
+  });
   const lowdbRuntime = conversationRuntime({ store: lowdbStore({ dir }), steps });
   const memoryGraph = agentGraph({
     model: conversationModel(steps),
@@ -80,6 +90,9 @@ export async function benchOverhead(options: OverheadBenchOptions = {}): Promise
       sides: {
         streamText: () => runStreamText(steps),
         turnlogMemory: () => runTurnlog({ runtime: memoryRuntime, sessionId: next(), steps }),
+        turnlogMemoryUntraced: () =>
+          runTurnlog({ runtime: untracedRuntime, sessionId: next(), steps }),
+        turnlogMemoryTraced: () => runTurnlog({ runtime: tracedRuntime, sessionId: next(), steps }),
         turnlogLowdb: () => runTurnlog({ runtime: lowdbRuntime, sessionId: next(), steps }),
         langGraphMemory: () =>
           runAgentGraph({ graph: memoryGraph, threadId: next(), steps, durability: 'async' }),
@@ -106,6 +119,9 @@ export async function benchOverhead(options: OverheadBenchOptions = {}): Promise
     });
   } finally {
     await memoryRuntime.close();
+    await untracedRuntime.close();
+    await tracedRuntime.close();
+    await telemetry.shutdown();
     await lowdbRuntime.close();
     await postgres.close();
     await rm(dir, { recursive: true, force: true });
@@ -116,12 +132,19 @@ export async function benchOverhead(options: OverheadBenchOptions = {}): Promise
 export function overheadTable(rows: OverheadRow[], options: OverheadBenchOptions = {}): BenchTable {
   const find = (prefix: string) => rows.find((row) => row.side.startsWith(prefix));
   const memory = find('(b)');
+  const untraced = rows.find((row) => row.side.endsWith('telemetry: false'));
+  const traced = rows.find((row) => row.side.includes('traced'));
   const lowdb = find('(c)');
   const postgresSync = rows.find((row) => row.side.includes('durability sync'));
   const target = (row: OverheadRow) => {
     if (row === memory) {
       const verdict = row.ratio <= 1.5 ? 'met, stretch too' : row.ratio <= 2 ? 'met' : 'MISSED';
       return `≤ 2.0× (a), stretch 1.5×: ${verdict}`;
+    }
+    if (row === traced && untraced !== undefined) {
+      const cost = row.stepMs / untraced.stepMs - 1;
+      const cpuCost = row.cpuStepMs / untraced.cpuStepMs - 1;
+      return `tracing ≤ 5 % per step over telemetry: false: ${cost <= 0.05 ? 'met' : 'MISSED'} (${formatPercent(cost)} wall, ${formatPercent(cpuCost)} CPU; ${formatMs(row.stepMs - untraced.stepMs)} per step)`;
     }
     if (row === lowdb && postgresSync !== undefined) {
       const relative = row.stepMs / postgresSync.stepMs;
@@ -152,11 +175,16 @@ export function overheadTable(rows: OverheadRow[], options: OverheadBenchOptions
     notes: [
       `medians of ${options.rounds ?? 15} interleaved rounds after ${options.warmup ?? 3} warm-up rounds; each round runs every side once, in a rotating order`,
       "CPU: this process's user + system time per step, every thread; PostgreSQL's own work runs in its server and is not in it. On a loaded machine wall time also counts waiting for a core, which costs a side more the more often it returns to the event loop: compare the CPU ratios there",
+      "turnlog's three memoryStore sides differ only in telemetry: (b) the default (@opentelemetry/api installed, no SDK registered: spans are the API's no-op ones), `telemetry: false` (the API is not loaded), and an SDK's tracer (BatchSpanProcessor) and meter (a reader) whose exporters drop everything",
       'every side calls the same stateless AI SDK scripted model (streamed text and tool-argument deltas) and executes the same `add` tool; every run is checked for the full step count',
       'LangGraph: StateGraph(MessagesAnnotation), an agent node (a BaseChatModel wrapping the scripted model, tools bound), the prebuilt ToolNode and toolsCondition; graph.invoke on a new thread per run',
       'PostgresSaver instead of SqliteSaver: better-sqlite3 builds against Node 20 headers here and does not load under Node 24; PostgreSQL on 127.0.0.1:5432 (TCP), same disk as the lowdb temp dir',
     ],
   };
+}
+
+function formatPercent(fraction: number): string {
+  return `${fraction >= 0 ? '+' : ''}${(fraction * 100).toFixed(1)} %`;
 }
 
 if (import.meta.main) {

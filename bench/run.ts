@@ -1,7 +1,7 @@
 // Runs every benchmark and prints one markdown table per benchmark (npm run bench).
 // Pick some by name: npm run bench -- overhead log-size
-// Names: adapter, store, overhead, postgres-store, workers, session-length, log-size, rehydration,
-// parked-memory.
+// Names: adapter, store, overhead, telemetry, postgres-store, workers, session-length, log-size,
+// rehydration, parked-memory.
 import { loadavg } from 'node:os';
 import { adapterTable, benchAdapter } from './adapter.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
@@ -13,6 +13,7 @@ import { benchRehydration, rehydrationTable } from './rehydration.ts';
 import { benchSessionLength, sessionLengthTable } from './session-length.ts';
 import { benchStore } from './store.ts';
 import { type BenchTable, formatMs, formatTable } from './table.ts';
+import { benchTelemetryOverhead, telemetryTable } from './telemetry-overhead.ts';
 import { workersTables } from './workers.ts';
 
 const benchmarks: Record<string, () => Promise<BenchTable | BenchTable[]>> = {
@@ -30,6 +31,8 @@ const benchmarks: Record<string, () => Promise<BenchTable | BenchTable[]>> = {
     };
   },
   overhead: async () => overheadTable(await benchOverhead()),
+  // Tracing and metrics on and off, per step (issue 27).
+  telemetry: async () => telemetryTable(await benchTelemetryOverhead()),
   'postgres-store': async () => postgresStoreTable(await benchPostgresStore()),
   // Steps per second with 1, 2 and 4 worker processes; a dead worker's run moving on.
   workers: () => workersTables(),

@@ -2,7 +2,7 @@
 // conversation model and the same `add` tool.
 import { type ModelMessage, stepCountIs, streamText, tool } from 'ai';
 import { z } from 'zod';
-import { createRuntime, type Runtime } from '../runtime.ts';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime.ts';
 import type { EventStore } from '../store/event-store.ts';
 import { defineTool } from '../tools/define-tool.ts';
 import { addTool, conversationModel, conversationPrompt } from './conversation.ts';
@@ -15,6 +15,8 @@ export function conversationRuntime(options: {
   steps: number;
   /** The `add` tool's permission (default `allow`); a function is asked for every call. */
   permission?: 'allow' | 'ask' | ((input: { a: number; b: number }) => 'allow' | 'ask');
+  /** Traces and metrics (default: the runtime's default, the global providers). */
+  telemetry?: RuntimeOptions['telemetry'];
 }): Runtime {
   return createRuntime({
     model: conversationModel(options.steps),
@@ -28,6 +30,7 @@ export function conversationRuntime(options: {
     },
     store: options.store,
     limits: { maxSteps: options.steps },
+    ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
   });
 }
 

@@ -161,6 +161,29 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     maxRetryAfterMs: whole(0).optional(),
   });
 
+  /**
+   * The W3C trace context (`traceparent`, `tracestate`) of the span a process drove the run under:
+   * the run's first span in `run.started`, a recovering process's in `run.recovered`. A later span
+   * of the run is that first span's child and links to the latest one recorded, so a run continued
+   * after a recovery or on another worker reads as one trace (architecture/observability.md).
+   * Absent when no tracer recorded the run, and in logs written before it existed.
+   */
+  const traceContext = object({ traceparent: nonEmpty, tracestate: z.string().optional() });
+
+  /**
+   * What a run was started with, to tell which parked runs a deploy can continue
+   * (`compareFingerprints`): each tool's name and the hash of its input schema (a provider tool's:
+   * of its id and arguments), in the order the model is shown them; the model; the hash of the
+   * system prompt (absent without one). turnlog's version is `runtimeVersion` beside it. Absent in
+   * logs written before it existed.
+   */
+  const runFingerprint = object({
+    tools: z.array(object({ name: z.string(), inputSchemaHash: z.string() })),
+    provider: z.string(),
+    modelId: z.string(),
+    systemHash: z.string().optional(),
+  });
+
   const toolOutcome = z.enum([
     'success',
     'error',
@@ -198,6 +221,10 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
       system: z.string().optional(),
       /** The turn machine's `version` that began the run; absent before versions were recorded. */
       machineVersion: z.string().optional(),
+      /** What the run was started with (tools, model, system prompt); absent before it was recorded. */
+      fingerprint: runFingerprint.optional(),
+      /** The trace context of the run's first span; absent when no tracer recorded it. */
+      trace: traceContext.optional(),
     },
     'step.started': {
       stepId: z.string(),
@@ -260,7 +287,12 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     'compaction.failed': { error: providerFailure },
     'retry.due': { stepId: z.string(), attempt: whole(1) },
     'run.stop.requested': { reason: z.string() },
-    'run.recovered': { interrupted: z.string(), indeterminate: z.array(z.string()) },
+    'run.recovered': {
+      interrupted: z.string(),
+      indeterminate: z.array(z.string()),
+      /** The trace context of the recovering process's span; absent when no tracer recorded it. */
+      trace: traceContext.optional(),
+    },
     'run.ended': {
       status: runStatus,
       reason: z.string(),
@@ -290,6 +322,8 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     providerFailure,
     requestCapture,
     runLimits,
+    runFingerprint,
+    traceContext,
     toolOutcome,
     permissionDecision,
     runStatus,

@@ -57,6 +57,12 @@ export type RequestCapture = z.output<Schemas['requestCapture']>;
 /** The run's limits, recorded in `run.started` so a replay of the log needs nothing else. */
 export type RunLimits = z.output<Schemas['runLimits']>;
 
+/** What a run was started with, recorded in `run.started` (see `compareFingerprints`). */
+export type RecordedFingerprint = z.output<Schemas['runFingerprint']>;
+
+/** A span's W3C trace context, as `run.started` and `run.recovered` record it. */
+export type TraceContext = z.output<Schemas['traceContext']>;
+
 export type ToolOutcome = z.output<Schemas['toolOutcome']>;
 
 export type PermissionDecision = z.output<Schemas['permissionDecision']>;

@@ -44,10 +44,12 @@ export const layers: { layer: string; prefixes: string[]; may: string[] }[] = [
   // The UI message stream reads a run's turn events: it sits above the machine it follows.
   { layer: 'ui', prefixes: ['adapters/ui/'], may: ['events', 'model', 'machines'] },
   { layer: 'model', prefixes: ['adapters/'], may: ['events'] },
+  // Traces and metrics of runs, derived from their facts: below the machines that feed them.
+  { layer: 'observability', prefixes: ['observability/'], may: ['events', 'store', 'tools'] },
   {
     layer: 'machines',
     prefixes: ['machines/', 'runtime-arguments.ts'],
-    may: ['events', 'store', 'tools', 'model'],
+    may: ['events', 'store', 'tools', 'model', 'observability'],
   },
 ];
 

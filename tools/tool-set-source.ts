@@ -1,10 +1,12 @@
-import { hashJson } from '../events/json.ts';
+import { hashJson, type JsonValue } from '../events/json.ts';
 import type { RequestTool } from '../events/messages.ts';
+import { type ToolFingerprint, toolFingerprints } from '../events/run-fingerprint.ts';
 import { InvalidArgumentError } from '../runtime-errors.ts';
 import { createCallSettler } from './call-settler.ts';
 import { toModelToolDefinitions } from './define-tool.ts';
 import { type RuntimeTools, splitTools } from './provider-tool.ts';
 import type { CallSettler, PermissionPolicy } from './tool.ts';
+import { readSecrets, type ToolSecrets } from './tool-output.ts';
 
 /**
  * The `tools` of `createRuntime`: a fixed tool set, or a function the runtime reads when a run
@@ -21,6 +23,13 @@ export interface RunTools {
   toolsHash: string;
   /** Executes the calls of the run against exactly the tools the model was shown. */
   callSettler: CallSettler;
+  /** Each tool's name and input schema hash, in the order of `toolDefinitions` (`run.started`). */
+  fingerprint: ToolFingerprint[];
+  /**
+   * What the named tool's `secrets` gives for a call's input (`readSecrets`: fails closed);
+   * a provider tool, or a name the set does not hold, has none.
+   */
+  secretsOf(name: string, input: JsonValue): ToolSecrets;
 }
 
 /** The tool set of each run: read once when the run is opened, then kept until it ends. */
@@ -29,6 +38,8 @@ export interface ToolSetSource {
   forRun(runId: string): RunTools;
   /** The run ended: its set is no longer kept. */
   release(runId: string): void;
+  /** The set a run started now would get (a function is read), pinned to no run. */
+  current(): RunTools;
 }
 
 /**
@@ -57,34 +68,45 @@ export function createToolSetSource({
       toolDefinitions,
       toolsHash: hashJson(toolDefinitions),
       callSettler: createCallSettler({ tools: own, ...(policy ? { policy } : {}) }),
+      fingerprint: toolFingerprints(toolDefinitions),
+      secretsOf: (name, input) => {
+        const tool = Object.hasOwn(own, name) ? own[name] : undefined;
+        return tool === undefined
+          ? { readable: true, secrets: [] }
+          : readSecrets(() => tool.secrets(structuredClone(input)));
+      },
     };
   };
   if (typeof tools !== 'function') {
     const fixed = build(tools ?? {});
-    return { forRun: () => fixed, release() {} };
+    return { forRun: () => fixed, release() {}, current: () => fixed };
   }
   const pinned = new Map<string, RunTools>();
   let latest: { set: RuntimeTools; tools: RunTools } | undefined;
+  const read = (): RunTools => {
+    const set = tools();
+    if (typeof set !== 'object' || set === null || Array.isArray(set)) {
+      throw new InvalidArgumentError({
+        message: `The tools function of createRuntime returned ${JSON.stringify(set) ?? typeof set}; return a record of tools, e.g. () => ({ ...watch.tools, weather }).`,
+        argument: 'tools',
+      });
+    }
+    const current = latest !== undefined && sameTools(latest.set, set) ? latest.tools : build(set);
+    latest = { set: { ...set }, tools: current };
+    return current;
+  };
   return {
     forRun(runId) {
       const kept = pinned.get(runId);
       if (kept !== undefined) return kept;
-      const set = tools();
-      if (typeof set !== 'object' || set === null || Array.isArray(set)) {
-        throw new InvalidArgumentError({
-          message: `The tools function of createRuntime returned ${JSON.stringify(set) ?? typeof set}; return a record of tools, e.g. () => ({ ...watch.tools, weather }).`,
-          argument: 'tools',
-        });
-      }
-      const current =
-        latest !== undefined && sameTools(latest.set, set) ? latest.tools : build(set);
-      latest = { set: { ...set }, tools: current };
+      const current = read();
       pinned.set(runId, current);
       return current;
     },
     release(runId) {
       pinned.delete(runId);
     },
+    current: read,
   };
 }
 

@@ -3,6 +3,9 @@ import type { ModelAdapter } from '../../adapters/model-adapter.ts';
 import type { Fact, RunLimits } from '../../events/facts.ts';
 import type { IdGenerator } from '../../events/ids.ts';
 import type { HistoryProjection } from '../../events/project-history.ts';
+import { fingerprintToRecord } from '../../events/run-fingerprint.ts';
+import type { RunSegment, SegmentEnd, SegmentStart } from '../../observability/run-segment.ts';
+import type { RunTelemetry } from '../../observability/run-telemetry.ts';
 import { DamagedSessionError } from '../../runtime-errors.ts';
 import type { EventStore, StoreFinding } from '../../store/event-store.ts';
 import type { ToolSetSource } from '../../tools/tool-set-source.ts';
@@ -68,15 +71,19 @@ export interface LiveRunsOptions {
    * a worker's (`WorkerTenure`) on a store several workers share.
    */
   tenure?: RunTenure;
+  /** Traces and metrics (observability/): each driver gets a segment fed its durable facts. */
+  telemetry?: RunTelemetry | undefined;
 }
 
-/** A run driven here: its driver, and the controller whose signal its actors get (I10). */
+/** A run driven here: its driver, the controller whose signal its actors get (I10), its telemetry. */
 class LiveRun {
   readonly driver: RunDriver;
   readonly controller = new AbortController();
+  readonly segment: RunSegment | undefined;
 
-  constructor(driver: RunDriver) {
+  constructor(driver: RunDriver, segment: RunSegment | undefined) {
     this.driver = driver;
+    this.segment = segment;
   }
 }
 
@@ -144,25 +151,38 @@ export class LiveRuns implements TenureHost {
     return this.#live.get(sessionId)?.driver;
   }
 
-  /** Starts a new run with its `run.started` (with a worker: under a lease taken first). */
+  /**
+   * Starts a new run with its `run.started` (with a worker: under a lease taken first), which
+   * records what the run is started with (its fingerprint) and, traced, its first span's context;
+   * `parent`: the caller's context, that span's parent.
+   */
   async start(
     ids: RunIds,
     facts: Fact[],
     draft: Parameters<RunDriver['begin']>[0],
+    parent?: unknown,
   ): Promise<TurnHandle> {
     // Read (and pin) the run's tools first: a tools function that throws leaves nothing behind.
-    this.#options.tools.forRun(ids.runId);
+    const tools = this.#options.tools.forRun(ids.runId);
     await this.#tenure.claim(ids);
     const handle = this.handles.newHandle(ids);
-    const driver = this.#open(ids, facts, draft.limits);
+    const driver = this.#open(ids, facts, draft.limits, 'started', parent);
+    const trace = this.#live.get(ids.sessionId)?.segment?.traceContext;
+    const { provider, modelId } = this.#options.adapter;
+    const fingerprint = fingerprintToRecord({
+      tools: tools.fingerprint,
+      provider,
+      modelId,
+      system: draft.system,
+    });
     try {
-      await driver.begin(draft);
+      await driver.begin({ ...draft, fingerprint, ...(trace && { trace }) });
     } catch (error) {
       // Nothing of the run is in the log (another run.started won the session, or the store
       // refused): the runtime keeps nothing of it, and nobody is to take it over.
       this.handles.discard(ids.runId);
       this.#options.tools.release(ids.runId);
-      this.#drop(ids, driver);
+      this.#drop(ids, driver, 'unstarted', error);
       await this.#tenure.leave(ids, driver, 'unstarted');
       throw error;
     }
@@ -248,6 +268,7 @@ export class LiveRuns implements TenureHost {
     for (const run of this.#live.values()) {
       run.driver.release();
       run.controller.abort(closedError);
+      run.segment?.end('detached', false);
     }
     await Promise.all([...this.#live.values()].map((run) => run.driver.drained()));
     await this.#tenure.close();
@@ -256,17 +277,31 @@ export class LiveRuns implements TenureHost {
     this.handles.close(closedError);
   }
 
-  /** Wires one run's driver, services and live actor. */
-  #open(ids: RunIds, facts: Fact[], limits: RunLimits): RunDriver {
-    const { now, generateId, inspect } = this.#options;
+  /** Wires one run's driver, services, live actor and telemetry (`start`: how it came here). */
+  #open(
+    ids: RunIds,
+    facts: Fact[],
+    limits: RunLimits,
+    start: SegmentStart,
+    parent?: unknown,
+  ): RunDriver {
+    const { now, generateId, inspect, telemetry } = this.#options;
     // With a worker, the lease this driver works under: its epoch is fixed for the driver's
     // life, so a driver that lost the run never stamps a later epoch (this worker may take the
     // run again).
     const token = this.#tenure.token(ids);
     const sinks = this.handles.drivenHere(ids);
     const history = this.#endedSessions.history(ids.sessionId);
+    const segment = telemetry?.segment({
+      ids,
+      token,
+      start,
+      facts,
+      parent,
+      secretsOf: this.#options.tools.forRun(ids.runId).secretsOf,
+    });
     const driver: RunDriver = new RunDriver({
-      store: this.#store,
+      store: telemetry?.appendsTo(this.#store) ?? this.#store,
       machine: this.#machine,
       ...ids,
       facts,
@@ -276,10 +311,11 @@ export class LiveRuns implements TenureHost {
       token,
       onFact: (fact, reached) => {
         sinks.push(fact);
+        segment?.fact(fact, reached);
         if (reached.hasTag('parked')) this.#park(ids, driver);
       },
     });
-    const run = new LiveRun(driver);
+    const run = new LiveRun(driver, segment);
     this.#services.set(ids.runId, this.#runServices(run, sinks, history, limits));
     driver.ended.then(
       () => this.#ended(ids, driver, history),
@@ -333,7 +369,7 @@ export class LiveRuns implements TenureHost {
   #ended(ids: RunIds, driver: RunDriver, history: HistoryProjection): void {
     this.handles.end(ids.runId, turnResult(driver.facts(), ids.runId));
     this.#endedSessions.keep(ids.sessionId, driver.facts(), history);
-    this.#forget(ids, driver);
+    this.#forget(ids, driver, 'ended');
   }
 
   /** The driver failed: its lease was lost (a worker's), or the log could not be written. */
@@ -344,13 +380,13 @@ export class LiveRuns implements TenureHost {
       return;
     }
     this.handles.fail(ids.runId, error);
-    this.#forget(ids, driver);
+    this.#forget(ids, driver, 'failed', error);
   }
 
   /** The run is over (or its driver failed): the runtime keeps nothing of it (its handles were told). */
-  #forget(ids: RunIds, driver: RunDriver): void {
+  #forget(ids: RunIds, driver: RunDriver, reason: 'ended' | 'failed', error?: unknown): void {
     this.#options.tools.release(ids.runId);
-    this.#drop(ids, driver);
+    this.#drop(ids, driver, reason, error);
     // Its lease ended with run.ended, in the same write.
     void this.#tenure.leave(ids, driver, 'ended');
   }
@@ -365,13 +401,15 @@ export class LiveRuns implements TenureHost {
       .get(ids.sessionId)
       ?.controller.abort(new Error(`worker lost run ${ids.runId}'s lease`));
     this.#options.tools.release(ids.runId);
-    this.#drop(ids, driver);
+    this.#drop(ids, driver, 'lost');
     void this.#tenure.leave(ids, driver, 'lost');
   }
 
-  /** The run is no longer driven here: its live actor's services go (its handles stay). */
-  #drop(ids: RunIds, driver: RunDriver): void {
-    if (this.#live.get(ids.sessionId)?.driver !== driver) return;
+  /** The run is no longer driven here (`reason`): its live actor's services go (its handles stay). */
+  #drop(ids: RunIds, driver: RunDriver, reason: SegmentEnd, error?: unknown): void {
+    const run = this.#live.get(ids.sessionId);
+    if (run?.driver !== driver) return;
+    run.segment?.end(reason, this.#options.telemetry?.keepsParked ?? false, error);
     this.#live.delete(ids.sessionId);
     this.#services.delete(ids.runId);
   }
@@ -413,7 +451,7 @@ export class LiveRuns implements TenureHost {
     if (!isParked(driver)) return;
     if (this.#live.get(ids.sessionId)?.driver !== driver) return;
     driver.release();
-    this.#drop(ids, driver);
+    this.#drop(ids, driver, 'parked');
     await this.#tenure.leave(ids, driver, 'parked');
   }
 
@@ -424,7 +462,7 @@ export class LiveRuns implements TenureHost {
       await this.#resumeRecovering(loaded, this.handles.newHandle(ids, rehydrated.facts));
       return;
     }
-    const driver = this.#open(ids, facts, rehydrated.limits);
+    const driver = this.#open(ids, facts, rehydrated.limits, 'resumed');
     await driver.resume(rehydrated.snapshot);
     // Parked when rebuilt: dropped again after the work that rebuilt it, unless that moved it on.
     if (rehydrated.snapshot.hasTag('parked')) this.#park(ids, driver);
@@ -438,11 +476,15 @@ export class LiveRuns implements TenureHost {
   async #resumeRecovering(loaded: LoadedRun, handle: TurnHandle): Promise<RecoveredRun> {
     const { ids, facts, plan, rehydrated } = loaded;
     const { snapshot } = rehydrated;
-    const driver = this.#open(ids, facts, rehydrated.limits);
+    const driver = this.#open(ids, facts, rehydrated.limits, 'recovered');
     await driver.resume(snapshot);
     if (snapshot.status !== 'done') {
+      // Traced, run.recovered records this driver's span: the run's later spans link to it.
+      const trace = this.#live.get(ids.sessionId)?.segment?.traceContext;
       // One commit each, in order, as recoveryFacts lists them.
-      for (const draft of recoveryFacts(plan)) await driver.commit(draft);
+      for (const draft of recoveryFacts(plan)) {
+        await driver.commit(draft.type === 'run.recovered' && trace ? { ...draft, trace } : draft);
+      }
     }
     const status =
       snapshot.status === 'done'

@@ -23,7 +23,8 @@ export interface LeaseToken {
 
 /** What a run driver is built from (`new RunDriver`). */
 export interface RunDriverOptions {
-  store: EventStore;
+  /** Where the run's facts are appended (the driver only appends). */
+  store: Pick<EventStore, 'append'>;
   /** The turn machine with live actors provided (`turnMachine.provide(...)`). */
   machine: TurnMachine;
   sessionId: string;
@@ -91,7 +92,7 @@ export class RunDriver {
   /** Resolves with the run's `run.ended`; rejects if the log could not be written. */
   readonly ended: Promise<FactOf<'run.ended'>>;
 
-  readonly #store: EventStore;
+  readonly #store: Pick<EventStore, 'append'>;
   readonly #machine: TurnMachine;
   readonly #facts: Fact[];
   readonly #now: () => number;

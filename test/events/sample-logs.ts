@@ -13,6 +13,7 @@ export const sampleLogNames = [
   'retry-429',
   'stop',
   'workers',
+  'traced',
 ] as const;
 
 export type SampleLogName = (typeof sampleLogNames)[number];

@@ -93,7 +93,7 @@ describe('misuse of the runtime throws a named error that says what to do', () =
       'an unknown option',
       { Tools: {} },
       'Tools',
-      'createRuntime(): unknown option Tools (did you mean tools?); the options are model, tools, store, system, limits, policy, inspect, now, generateId, random, worker. A misspelled option would otherwise be ignored.',
+      'createRuntime(): unknown option Tools (did you mean tools?); the options are model, tools, store, system, limits, policy, inspect, now, generateId, random, worker, telemetry. A misspelled option would otherwise be ignored.',
     ],
     [
       'a system prompt that is not text',

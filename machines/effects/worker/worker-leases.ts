@@ -59,6 +59,8 @@ export interface WorkerLeasesOptions {
   onTakenOver: (lease: RunLease) => void;
   /** A renewal or scan failed (the database is away): reported, retried at the next tick. */
   onError: (error: unknown) => void;
+  /** A renewal failed: the `count` leases it was to renew were not renewed (metrics). */
+  onRenewalFailed?: (count: number) => void;
 }
 
 /**
@@ -168,6 +170,7 @@ export class WorkerLeases {
         this.#options.onLost(lease);
       }
     } catch (error) {
+      this.#options.onRenewalFailed?.(this.#held.size);
       if (!this.#closed) this.#options.onError(error);
     } finally {
       this.#renewing = false;

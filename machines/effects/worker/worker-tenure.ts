@@ -1,4 +1,5 @@
 import type { IdGenerator } from '../../../events/ids.ts';
+import type { RunTelemetry } from '../../../observability/run-telemetry.ts';
 import { LeaseLostError, type RunLease, type RunLeaseState } from '../../../store/run-leases.ts';
 import type { TurnMachine } from '../../pure/turn-machine.ts';
 import { loadRun } from '../load-run.ts';
@@ -22,6 +23,8 @@ export interface WorkerTenureOptions {
   closed: AbortSignal;
   /** The live runs, read when a lease event or a request comes (they are built with this worker). */
   runs: () => TenureHost;
+  /** Metrics: renewals that did not renew a lease. */
+  telemetry?: RunTelemetry | undefined;
 }
 
 /**
@@ -54,14 +57,19 @@ export class WorkerTenure implements RunTenure {
     this.#closed = options.closed;
     this.#runs = runs;
     const onError = (error: unknown) => this.warn(error);
+    const { telemetry } = options;
     this.#leases = new WorkerLeases({
       store,
       workerId: id,
       leaseMs,
       random: options.random,
-      onLost: (lease) => this.#lost(lease),
+      onLost: (lease) => {
+        telemetry?.renewalsMissed(1);
+        this.#lost(lease);
+      },
       onTakenOver: (lease) => this.#takeOver(lease),
       onError,
+      ...(telemetry && { onRenewalFailed: (count: number) => telemetry.renewalsMissed(count) }),
     });
     this.#followers = new RunFollowers({ store, runs, onError });
     this.#inbox = new InboxTaker({ store, leases: this.#leases, runs, generateId, onError });
