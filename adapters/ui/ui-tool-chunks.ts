@@ -4,6 +4,7 @@ import {
   type ProviderToolCallPart,
   type ProviderToolResultPart,
 } from '../../events/facts.ts';
+import { reconcileText } from '../../events/reconcile-text.ts';
 import { type ApprovalKind, approvalAnswers, approvalId } from './ui-approval.ts';
 import type { TurnlogUIMessageChunk } from './ui-message-types.ts';
 
@@ -15,6 +16,7 @@ type ToolFact = FactOf<
   | 'tool.permission.decided'
   | 'tool.started'
   | 'tool.indeterminate'
+  | 'tool.reconciled'
   | 'tool.settled'
 >;
 
@@ -45,7 +47,9 @@ const indeterminateReason =
  * ```text
  * step.completed             tool-input-available per call (after the step's content)
  * tool.permission.requested  tool-approval-request, data-decision (what approve/deny record)
- * tool.indeterminate         tool-approval-request, data-decision
+ * tool.indeterminate         tool-approval-request, data-decision (none when its tool checks it)
+ * tool.reconciled            data-reconciled (what the check found); unknown: also
+ *                            tool-approval-request, data-decision (the reason says what it found)
  * tool.permission.decided    asked: tool-approval-response, data-decision (with the decision)
  *                            not asked (policy): tool-approval-request isAutomatic, -response
  * tool.started               nothing
@@ -138,7 +142,11 @@ export class ToolChunks {
       case 'tool.permission.requested':
         return this.#approvalRequested(call, fact.callId, 'permission', fact.reason);
       case 'tool.indeterminate':
+        // Its tool is asked first (check); a person only if it cannot tell.
+        if (fact.check !== undefined) return [];
         return this.#approvalRequested(call, fact.callId, 'indeterminate', indeterminateReason);
+      case 'tool.reconciled':
+        return this.#reconciled(call, fact);
       case 'tool.permission.decided':
         return this.#decided(call, fact);
       case 'tool.settled':
@@ -173,6 +181,41 @@ export class ToolChunks {
         data: { kind, toolCallId: callId, toolName: call.name, ...approvalAnswers[kind] },
       },
     ];
+  }
+
+  /** What the check after a restart found; a person is asked when the tool could not tell. */
+  #reconciled(call: CallState, fact: FactOf<'tool.reconciled'>): Chunk[] {
+    const text = reconcileText(fact.answer, fact.reason);
+    const out: Chunk[] = [
+      {
+        type: 'data-reconciled',
+        id: fact.id,
+        data: { toolCallId: fact.callId, toolName: call.name, answer: fact.answer, text },
+      },
+    ];
+    const asked = call.approval;
+    if (fact.answer === 'unknown') {
+      if (asked?.approved !== undefined || asked === undefined) {
+        out.push(
+          ...this.#approvalRequested(
+            call,
+            fact.callId,
+            'indeterminate',
+            `${text}. ${indeterminateReason}`,
+          ),
+        );
+      }
+    } else if (asked !== undefined && asked.approved === undefined) {
+      // A person had been asked after an earlier restart; the tool answered instead.
+      asked.approved = true;
+      out.push({
+        type: 'tool-approval-response',
+        approvalId: asked.id,
+        approved: true,
+        reason: text,
+      });
+    }
+    return out;
   }
 
   /** The decision as the answer to the person's approval, or as an automatic approval. */
