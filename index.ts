@@ -208,6 +208,7 @@ export {
   workspaceTools,
 } from './tools/builtin/workspace-tools.ts';
 export { defineTool, reservedToolNames, toModelToolDefinitions } from './tools/define-tool.ts';
+export { type CallIdentity, idempotencyKey } from './tools/idempotency-key.ts';
 export type {
   McpCallToolResult,
   McpClient,
