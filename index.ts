@@ -141,6 +141,28 @@ export {
   recordedFingerprint,
   type ToolFingerprint,
 } from './events/run-fingerprint.ts';
+export { clientAddress } from './http/client-address.ts';
+export {
+  type HttpRefusalReason,
+  HttpRefusedError,
+  InsecureBindError,
+  refusalResponse,
+} from './http/http-errors.ts';
+export { listenTrusted } from './http/listen-trusted.ts';
+export {
+  ClientSlots,
+  createNodeHandler,
+  type NodeHandlerOptions,
+  toWebRequest,
+  writeWebResponse,
+} from './http/node-adapter.ts';
+export { decodePathSegment, readJsonBody } from './http/request-body.ts';
+export {
+  type Authorize,
+  type RequestAction,
+  RequestGuard,
+  type RequestGuardOptions,
+} from './http/request-guard.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/effects/turn-channel.ts';
 export { foldRun } from './machines/pure/rehydrate.ts';
 export { statePath } from './machines/pure/state-path.ts';
