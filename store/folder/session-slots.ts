@@ -80,6 +80,14 @@ export class SessionSlots {
     if (slot.loaded !== undefined) {
       this.#publishedThrough.set(slot.sessionId, slot.loaded.durableSeq);
     }
+    this.drop(slot);
+  }
+
+  /**
+   * Drops a slot whose session was replaced or removed on disk as a whole (an import, a purge):
+   * the session is read from disk again on next use, and its subscribers were told already.
+   */
+  drop(slot: SessionSlot): void {
     if (this.#slots.get(slot.sessionId) === slot) this.#slots.delete(slot.sessionId);
     this.#commit().discard(slot);
   }

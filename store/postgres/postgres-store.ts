@@ -14,15 +14,23 @@ import {
 } from '../event-store.ts';
 import { FactListeners, type ListenerErrorHandler } from '../fact-listeners.ts';
 import { cloneJson } from '../plain-json.ts';
+import { checkEndedBefore, importedLog } from '../retention/ended-session.ts';
 import type { RunInbox } from '../run-inbox.ts';
 import type { RunLeases } from '../run-leases.ts';
 import { checkFromSeq, checkSessionId, validateNewFacts } from '../session-log.ts';
+import type {
+  EndedSession,
+  RemovedSession,
+  SessionRetention,
+  SessionToRemove,
+} from '../session-retention.ts';
 import { type PgPool, type PostgresSchema, postgresSchema } from './postgres-connection.ts';
 import { appendFacts, readFacts } from './postgres-facts.ts';
 import { PostgresInbox } from './postgres-inbox.ts';
 import { PostgresLeases } from './postgres-leases.ts';
 import { PostgresNotifications } from './postgres-notifications.ts';
 import { StorePool } from './postgres-pool.ts';
+import { endedSessions, importFacts, removeSessions } from './postgres-retention.ts';
 import { SessionQueues } from './postgres-session-queues.ts';
 import { FactSubscriptions } from './postgres-subscriptions.ts';
 
@@ -41,7 +49,7 @@ export interface PostgresStoreOptions {
 }
 
 /** An `EventStore` shared by several processes, with leases and an inbox per run. */
-export type PostgresStore = EventStore & RunLeases & RunInbox;
+export type PostgresStore = EventStore & RunLeases & RunInbox & SessionRetention;
 
 /**
  * An `EventStore` over PostgreSQL (through `pg`, node-postgres, loaded when the store first
@@ -231,6 +239,34 @@ class PostgresEventStore implements PostgresStore {
         sessionId,
       ]),
     );
+  }
+
+  async endedSessions(options: { endedBefore: Date }): Promise<EndedSession[]> {
+    this.#checkOpen('endedSessions');
+    checkEndedBefore(options?.endedBefore, 'postgresStore.endedSessions');
+    return endedSessions({
+      pool: this.#pool,
+      schema: this.#schema,
+      endedBefore: options.endedBefore,
+    });
+  }
+
+  async removeSessions(sessions: readonly SessionToRemove[]): Promise<RemovedSession[]> {
+    this.#checkOpen('removeSessions');
+    for (const { sessionId } of sessions) checkSessionId(sessionId, 'postgresStore.removeSessions');
+    if (sessions.length === 0) return [];
+    return removeSessions({ pool: this.#pool, schema: this.#schema, sessions });
+  }
+
+  async importFacts(sessionId: string, facts: readonly Fact[]): Promise<'imported' | 'exists'> {
+    this.#checkOpen('importFacts');
+    checkSessionId(sessionId, 'postgresStore.importFacts');
+    const log = importedLog({ sessionId, facts, storeName: 'postgresStore' });
+    // In the session's append queue: this process's appends to it come before or after, whole.
+    return this.#appends.run(sessionId, async () => {
+      await this.#subscriptions.started(sessionId);
+      return importFacts({ pool: this.#pool, schema: this.#schema, sessionId, facts: log.read() });
+    });
   }
 
   close(): Promise<void> {
