@@ -144,7 +144,6 @@ export {
 } from './http/http-errors.ts';
 export { listenTrusted } from './http/listen-trusted.ts';
 export {
-  ClientSlots,
   createNodeHandler,
   type NodeHandlerOptions,
   toWebRequest,
