@@ -26,6 +26,12 @@ export {
   scriptedModel,
 } from './adapters/scripted-model.ts';
 export {
+  type ChatAction,
+  type ChatHandlerOptions,
+  type ChatRuntime,
+  chatHandler,
+} from './adapters/ui/chat-handler.ts';
+export {
   type ApprovalDecision,
   decisionFromApproval,
   type ToUIMessageStreamOptions,
