@@ -10,6 +10,7 @@ import {
   StoreCorruptionError,
   StoreError,
   type StoreFinding,
+  StoreWriteError,
 } from '../event-store.ts';
 import { FactListeners } from '../fact-listeners.ts';
 import { cloneJson } from '../plain-json.ts';
@@ -86,7 +87,6 @@ class LowdbStore implements EventStore, SessionRetention {
       sessionsDir: this.#sessionsDir,
       maxCached: options.maxCachedSessions ?? 1_000,
       commit: () => this.#commit,
-      publish,
       onFinding: (finding) => this.#addFinding(finding),
     });
     this.#commit = new GroupCommit({
@@ -94,7 +94,7 @@ class LowdbStore implements EventStore, SessionRetention {
       sessionsDir: this.#sessionsDir,
       segmentSize,
       publish,
-      forget: (slot) => this.#slots.forget(slot),
+      forget: (slot, refusal) => this.#slots.forget(slot, refusal),
     });
     this.#partials = new PartialFiles({
       fs: this.#fs,
@@ -291,7 +291,8 @@ class LowdbStore implements EventStore, SessionRetention {
       try {
         return { sessionId, outcome: await this.#alone('removeSessions', sessionId, remove) };
       } catch (error) {
-        if (!(StoreCorruptionError.isInstance(error) || StoreError.isInstance(error))) throw error;
+        const unusable = [StoreCorruptionError, StoreError, StoreWriteError];
+        if (!unusable.some((type) => type.isInstance(error))) throw error;
         return { sessionId, outcome: 'unreadable' as const };
       }
     });
