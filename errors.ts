@@ -10,6 +10,8 @@ export { ScriptExhaustedError, UnsupportedModelError } from './adapters/adapter-
 export { ProjectionInputError } from './events/projection-input-error.ts';
 // The base class.
 export { TurnlogError } from './events/turnlog-error.ts';
+// The HTTP trust layer (http/): a refused request, an unsafe bind.
+export { HttpRefusedError, InsecureBindError } from './http/http-errors.ts';
 // The machine: a log it cannot rebuild (machines/pure/rehydrate.ts).
 export { ReplayDivergenceError } from './machines/pure/rehydrate.ts';
 // The runtime's public operations (runtime.ts).

@@ -26,6 +26,12 @@ export {
   scriptedModel,
 } from './adapters/scripted-model.ts';
 export {
+  type ChatAction,
+  type ChatHandlerOptions,
+  type ChatRuntime,
+  chatHandler,
+} from './adapters/ui/chat-handler.ts';
+export {
   type ApprovalDecision,
   decisionFromApproval,
   type ToUIMessageStreamOptions,
@@ -136,6 +142,27 @@ export {
   recordedFingerprint,
   type ToolFingerprint,
 } from './events/run-fingerprint.ts';
+export { clientAddress } from './http/client-address.ts';
+export {
+  type HttpRefusalReason,
+  HttpRefusedError,
+  InsecureBindError,
+  refusalResponse,
+} from './http/http-errors.ts';
+export { listenTrusted } from './http/listen-trusted.ts';
+export {
+  createNodeHandler,
+  type NodeHandlerOptions,
+  toWebRequest,
+  writeWebResponse,
+} from './http/node-adapter.ts';
+export { decodePathSegment, readJsonBody } from './http/request-body.ts';
+export {
+  type Authorize,
+  type RequestAction,
+  RequestGuard,
+  type RequestGuardOptions,
+} from './http/request-guard.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/effects/turn-channel.ts';
 export { foldRun } from './machines/pure/rehydrate.ts';
 export { statePath } from './machines/pure/state-path.ts';
@@ -187,6 +214,7 @@ export {
   workspaceTools,
 } from './tools/builtin/workspace-tools.ts';
 export { defineTool, reservedToolNames, toModelToolDefinitions } from './tools/define-tool.ts';
+export { type CallIdentity, idempotencyKey } from './tools/idempotency-key.ts';
 export type {
   McpCallToolResult,
   McpClient,

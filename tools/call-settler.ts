@@ -4,6 +4,7 @@ import { executionSettlement, type Settlement, settledDraft, verdictDraft } from
 import { createKeyedLimiter, type KeyedLimiter } from './concurrency.ts';
 import { assertTool } from './define-tool.ts';
 import { executeTool } from './execute-tool.ts';
+import { idempotencyKey } from './idempotency-key.ts';
 import { createLoopGate, type LoopGate } from './loop-gate.ts';
 import { evaluatePermission } from './permission-policy.ts';
 import { settlementText } from './settlement-text.ts';
@@ -231,6 +232,7 @@ class ToolCallSettler implements CallSettler {
       input: copyOf(validation.value),
       callId: call.callId,
       sessionId: context.sessionId,
+      idempotencyKey: idempotencyKey({ ...context, callId: call.callId }),
       signal: context.signal,
       stopGraceMs: context.limits.stopGraceMs,
     });

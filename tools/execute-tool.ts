@@ -21,6 +21,7 @@ export function executeTool({
   input,
   callId,
   sessionId,
+  idempotencyKey,
   signal: runSignal,
   stopGraceMs,
 }: {
@@ -28,6 +29,7 @@ export function executeTool({
   input: unknown;
   callId: string;
   sessionId: string;
+  idempotencyKey: string;
   signal: AbortSignal;
   stopGraceMs: number;
 }): Promise<ExecutionResult> {
@@ -61,7 +63,7 @@ export function executeTool({
 
     let pending: Promise<unknown>;
     try {
-      pending = Promise.resolve(tool.execute(input, { signal, callId, sessionId }));
+      pending = Promise.resolve(tool.execute(input, { signal, callId, sessionId, idempotencyKey }));
     } catch (error) {
       pending = Promise.reject(error);
     }

@@ -95,6 +95,13 @@ export interface ToolExecuteContext {
   signal: AbortSignal;
   callId: string;
   sessionId: string;
+  /**
+   * The call's idempotency key (`idempotencyKey`: `turnlog-` and 32 hex digits): the same across
+   * retries, recoveries and takeovers, different for every call of every session. Pass it to an
+   * external API that deduplicates by key (a payment's `Idempotency-Key` header), so a call run
+   * again takes effect once.
+   */
+  idempotencyKey: string;
 }
 
 /** A tool: a schema for the model, a permission, and `execute` for the tool runtime. */

@@ -86,7 +86,7 @@ describe('defineTool', () => {
     expect(
       await tool.execute(
         { n: 21 },
-        { signal: new AbortController().signal, callId: 'c', sessionId: 's' },
+        { signal: new AbortController().signal, callId: 'c', sessionId: 's', idempotencyKey: 'k' },
       ),
     ).toBe(42);
   });

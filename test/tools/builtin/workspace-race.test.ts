@@ -106,6 +106,7 @@ async function attempt(tool: Tool, input: Record<string, unknown>) {
       signal: new AbortController().signal,
       callId: 'call_1',
       sessionId: 'session_1',
+      idempotencyKey: 'turnlog-test',
     })) as string;
     return { refused: false as const, text };
   } catch (error) {

@@ -1,0 +1,9 @@
+import type { CommandDefinition } from './command-definition.ts';
+import { sessionsCommand } from './commands/sessions.ts';
+
+/**
+ * Every command of the `turnlog` CLI, in the order `--help` lists them. A command is one
+ * `CommandDefinition` in `cli/commands/`; add it here and `--help`, the parser and the README's
+ * table follow.
+ */
+export const commands: readonly CommandDefinition[] = [sessionsCommand];
