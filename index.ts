@@ -62,6 +62,7 @@ export {
   StoreInputError,
   StoreLockedError,
   StoreOpenError,
+  StoreUnavailableError,
   StoreWriteError,
   ToolDefinitionError,
   ToolSchemaConversionError,
