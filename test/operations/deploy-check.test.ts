@@ -43,7 +43,7 @@ describe('checkDeploy', () => {
     expect(report.blocked).toHaveLength(1);
     expect(report.blocked[0]).toMatchObject({
       sessionId: 's-invoice',
-      runId: 'run-2',
+      runId: 'run_1',
       state: 'awaitingPermission',
     });
     expect(report.blocked[0]?.blockers).toEqual([
