@@ -62,6 +62,7 @@ export {
   StoreInputError,
   StoreLockedError,
   StoreOpenError,
+  StoreUnavailableError,
   StoreWriteError,
   ToolDefinitionError,
   ToolSchemaConversionError,
@@ -135,6 +136,11 @@ export {
   recordedFingerprint,
   type ToolFingerprint,
 } from './events/run-fingerprint.ts';
+export {
+  type ChatHandlerOptions,
+  type ChatRuntime,
+  chatHandler,
+} from './http/chat-handler.ts';
 export { clientAddress } from './http/client-address.ts';
 export {
   type HttpRefusalReason,
@@ -144,7 +150,6 @@ export {
 } from './http/http-errors.ts';
 export { listenTrusted } from './http/listen-trusted.ts';
 export {
-  ClientSlots,
   createNodeHandler,
   type NodeHandlerOptions,
   toWebRequest,

@@ -122,6 +122,14 @@ export interface Runtime {
   steer(input: { sessionId: string; text: string }): Promise<void>;
   /** Stops the session's unfinished run; it ends `aborted` (I10). Resolves once the stop is durable. */
   stop(input: { sessionId: string; reason?: string }): Promise<void>;
+  /**
+   * A handle of the session's unfinished run, on any worker: its facts from `run.started` (read
+   * from the log), then live until `run.ended`; `undefined` when the session has no unfinished
+   * run. What a chat route serves to a client that reconnects (`resumeStream()`), with no map of
+   * handles to keep: each call is a new handle, which costs the runtime a few hundred bytes until
+   * the run ends.
+   */
+  follow(sessionId: string): Promise<TurnHandle | undefined>;
   /** The decisions a person owes in this session. */
   pending(sessionId: string): Promise<PendingDecision[]>;
   /** The messages the model would see next, projected from the log. */
@@ -239,6 +247,7 @@ const runtimeMethods = [
   'decide',
   'steer',
   'stop',
+  'follow',
   'pending',
   'history',
   'facts',
@@ -322,6 +331,11 @@ class DefaultRuntime implements Runtime {
       kind: 'stop',
       input: reason === undefined ? {} : { reason },
     });
+  }
+
+  async follow(sessionId: string): Promise<TurnHandle | undefined> {
+    const id = checkSessionId(sessionId, 'follow');
+    return this.#runs.withSession(id, () => this.#runs.follow(id));
   }
 
   async pending(sessionId: string): Promise<PendingDecision[]> {

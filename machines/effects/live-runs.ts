@@ -9,7 +9,12 @@ import type { RunTelemetry } from '../../observability/run-telemetry.ts';
 import { DamagedSessionError } from '../../runtime-errors.ts';
 import type { EventStore, StoreFinding } from '../../store/event-store.ts';
 import type { ToolSetSource } from '../../tools/tool-set-source.ts';
-import { type LoadedRun, recoveredCallIds, recoveryFacts } from '../pure/resume-run.ts';
+import {
+  type LoadedRun,
+  recoveredCallIds,
+  recoveryFacts,
+  unfinishedRun,
+} from '../pure/resume-run.ts';
 import type { TurnMachine } from '../pure/turn-machine.ts';
 import { provideRunEffects } from './run-actors.ts';
 import { RunDriver } from './run-driver.ts';
@@ -225,6 +230,33 @@ export class LiveRuns implements TenureHost {
     await this.#rebuild(loaded);
     // A fold that reached terminal only lacked run.ended: resume appended it, nothing is open.
     return this.#live.get(sessionId)?.driver;
+  }
+
+  /**
+   * A new handle of the session's unfinished run (`undefined` when it has none): the run's facts
+   * so far, then live. A run driven here feeds it as any handle (deltas included); a parked one
+   * feeds it once something rebuilds it; with a worker, a run driven elsewhere (or by nobody) is
+   * followed through the store until it ends. Called under the session's lock, so the run is not
+   * started, rebuilt or dropped meanwhile; a live driver appends only synchronously to its handles.
+   */
+  async follow(sessionId: string): Promise<TurnHandle | undefined> {
+    const live = this.#live.get(sessionId)?.driver;
+    if (live !== undefined) {
+      const ids = { sessionId, turnId: live.turnId, runId: live.runId };
+      return this.handles.newHandle(
+        ids,
+        live.facts().filter((fact) => fact.runId === ids.runId),
+      );
+    }
+    const facts = await this.facts(sessionId);
+    const ids = unfinishedRun(facts);
+    if (ids === undefined) return undefined;
+    const handle = this.handles.newHandle(
+      ids,
+      facts.filter((fact) => fact.runId === ids.runId),
+    );
+    this.#tenure.follow(ids);
+    return handle;
   }
 
   /**

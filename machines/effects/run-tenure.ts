@@ -54,6 +54,12 @@ export interface RunTenure {
    * `LeaseLostError` when the claim was lost since it was taken.
    */
   token(ids: RunIds): LeaseToken | undefined;
+  /**
+   * A handle of a run nobody drives here was opened (`LiveRuns.follow`): with a worker it follows
+   * the run through the store until `run.ended`; on a store for one process there is nothing to
+   * follow (a parked run is rebuilt here, and feeds the handle then).
+   */
+  follow(ids: RunIds): void;
   /** A driver of the run starts here (its handles have sinks already): its part begins. */
   drive(ids: RunIds, driver: RunDriver): void;
   /**

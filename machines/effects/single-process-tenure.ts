@@ -30,6 +30,8 @@ export class SingleProcessTenure implements RunTenure {
     return undefined;
   }
 
+  follow(): void {}
+
   drive(): void {}
 
   async leave(): Promise<void> {}

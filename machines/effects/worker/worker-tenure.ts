@@ -124,6 +124,10 @@ export class WorkerTenure implements RunTenure {
     return { workerId: this.id, leaseEpoch: lease.epoch };
   }
 
+  follow(ids: RunIds): void {
+    this.#followers.follow(ids);
+  }
+
   drive(ids: RunIds, driver: RunDriver): void {
     this.#followers.drivenHere(ids, driver.facts());
     this.#inbox.take(ids, driver);
