@@ -1,5 +1,7 @@
 import type { CommandDefinition } from './command-definition.ts';
+import { checkCommand } from './commands/check.ts';
 import { decideCommand, stopCommand } from './commands/decide.ts';
+import { replayCommand } from './commands/replay.ts';
 import { sessionsCommand } from './commands/sessions.ts';
 import { showCommand } from './commands/show.ts';
 import { tailCommand } from './commands/tail.ts';
@@ -15,4 +17,6 @@ export const commands: readonly CommandDefinition[] = [
   tailCommand,
   decideCommand,
   stopCommand,
+  checkCommand,
+  replayCommand,
 ];

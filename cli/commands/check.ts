@@ -2,11 +2,13 @@ import { checkDeploy, type DeployCheckReport } from '../../operations/deploy-che
 import { createRuntime } from '../../runtime.ts';
 import { memoryStore } from '../../store/memory/memory-store.ts';
 import type { CommandContext, CommandDefinition } from '../command-definition.ts';
+import { requiredRuntimeOptions } from '../runtime-module.ts';
 
 /** `turnlog check --runtime FILE`: which unfinished runs this code cannot continue. */
 export const checkCommand: CommandDefinition = {
   name: 'check',
-  summary: 'the deploy check: name every unfinished run the --runtime code cannot continue, and why',
+  summary:
+    'the deploy check: name every unfinished run the --runtime code cannot continue, and why',
   details:
     "Every unfinished run is rebuilt with this turnlog's turn machine, as recover() would, and compared with the --runtime module's tools (runtime.fingerprint()): a call still to run of a tool that is gone or whose input schema changed, a run the machine cannot replay, a session the store cannot read. Exit 1 when any run is named. Nothing is written; no tool or model is called. In CI: checkDeploy() from the package.",
   args: [],
@@ -38,8 +40,8 @@ export const checkCommand: CommandDefinition = {
 
 /** The fingerprint of the --runtime module's runtime (on a memory store: nothing is opened). */
 async function currentFingerprint(context: CommandContext) {
-  const options = await context.runtimeOptions();
-  const runtime = createRuntime({ ...options, model: options?.model, store: memoryStore() } as never);
+  const options = await requiredRuntimeOptions(context);
+  const runtime = createRuntime({ ...options, store: memoryStore() });
   try {
     return runtime.fingerprint();
   } finally {
@@ -53,8 +55,11 @@ function printReport(context: CommandContext, report: DeployCheckReport): void {
     `Checked ${checked} unfinished run${checked === 1 ? '' : 's'}: ${blocked.length === 0 ? 'this code can continue every one' : `${blocked.length} cannot be continued by this code`}.`,
   );
   for (const run of blocked) {
-    context.output.line(`  ${run.sessionId ?? '(unknown session)'} ${run.runId ?? ''} in ${run.state ?? '(no state)'}`);
-    for (const blocker of run.blockers) context.output.line(`    ${blocker.kind}: ${blocker.message}`);
+    context.output.line(
+      `  ${run.sessionId ?? '(unknown session)'} ${run.runId ?? ''} in ${run.state ?? '(no state)'}`,
+    );
+    for (const blocker of run.blockers)
+      context.output.line(`    ${blocker.kind}: ${blocker.message}`);
   }
   const kinds = Object.entries(report.differences);
   if (kinds.length > 0) {
