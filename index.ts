@@ -26,12 +26,6 @@ export {
   scriptedModel,
 } from './adapters/scripted-model.ts';
 export {
-  type ChatAction,
-  type ChatHandlerOptions,
-  type ChatRuntime,
-  chatHandler,
-} from './adapters/ui/chat-handler.ts';
-export {
   type ApprovalDecision,
   decisionFromApproval,
   type ToUIMessageStreamOptions,
@@ -68,6 +62,7 @@ export {
   StoreInputError,
   StoreLockedError,
   StoreOpenError,
+  StoreUnavailableError,
   StoreWriteError,
   ToolDefinitionError,
   ToolSchemaConversionError,
@@ -142,6 +137,11 @@ export {
   recordedFingerprint,
   type ToolFingerprint,
 } from './events/run-fingerprint.ts';
+export {
+  type ChatHandlerOptions,
+  type ChatRuntime,
+  chatHandler,
+} from './http/chat-handler.ts';
 export { clientAddress } from './http/client-address.ts';
 export {
   type HttpRefusalReason,

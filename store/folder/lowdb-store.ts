@@ -72,7 +72,6 @@ class LowdbStore implements EventStore {
       sessionsDir: this.#sessionsDir,
       maxCached: options.maxCachedSessions ?? 1_000,
       commit: () => this.#commit,
-      publish,
       onFinding: (finding) => this.#addFinding(finding),
     });
     this.#commit = new GroupCommit({
@@ -80,7 +79,7 @@ class LowdbStore implements EventStore {
       sessionsDir: this.#sessionsDir,
       segmentSize,
       publish,
-      forget: (slot) => this.#slots.forget(slot),
+      forget: (slot, refusal) => this.#slots.forget(slot, refusal),
     });
     this.#partials = new PartialFiles({
       fs: this.#fs,

@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { scriptedModel } from '../../../adapters/scripted-model.ts';
-import { chatHandler } from '../../../adapters/ui/chat-handler.ts';
-import type { TurnlogUIMessage } from '../../../adapters/ui/ui-message-types.ts';
-import type { Runtime } from '../../../runtime.ts';
-import { memoryStore } from '../../../store/memory/memory-store.ts';
-import { addTool, testRuntime } from '../../runtime/runtime-helpers.ts';
-import { asSent, readResponseLikeUseChat } from './ui-stream-reader.ts';
+import { scriptedModel } from '../../adapters/scripted-model.ts';
+import type { TurnlogUIMessage } from '../../adapters/ui/ui-message-types.ts';
+import { chatHandler } from '../../http/chat-handler.ts';
+import type { Runtime } from '../../runtime.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
+import { asSent, readResponseLikeUseChat } from '../adapters/ui/ui-stream-reader.ts';
+import { addTool, testRuntime } from '../runtime/runtime-helpers.ts';
 
-const base = 'http://app.test';
+const base = 'http://127.0.0.1:3000';
 const user = (text: string): TurnlogUIMessage => ({
   id: `user-${text.length}`,
   role: 'user',
@@ -22,6 +22,13 @@ const post = (body: Record<string, unknown>, path = '/api/chat') =>
     body: JSON.stringify({ trigger: 'submit-message', messageId: undefined, ...body }),
   });
 const get = (path: string) => new Request(`${base}${path}`);
+const stop = (chatId: string) =>
+  new Request(`${base}/api/chat/${chatId}/stop`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+  });
+/** The client is on loopback, as `toWebRequest` would record it: the trust layer's default lets it in. */
+const onLoopback = { clientAddress: () => '127.0.0.1' };
 
 /** The assistant message with each pending approval answered, as useChat sends it back. */
 function answered(message: TurnlogUIMessage, approved: boolean): TurnlogUIMessage {
@@ -60,7 +67,7 @@ function addRuntime(permission: 'allow' | 'ask') {
 describe('chatHandler', () => {
   it('streams a run for a user message, and serves the session from the log for a page load', async () => {
     const { runtime, executions } = addRuntime('allow');
-    const handler = chatHandler(runtime);
+    const handler = chatHandler(runtime, onLoopback);
     const response = await handler(post({ id: 'c1', messages: [user('What is 2 + 3?')] }));
     expect(response.status).toBe(200);
     expect(response.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
@@ -80,7 +87,7 @@ describe('chatHandler', () => {
 
   it('asks, resumes from the log, records an approval and continues the same message', async () => {
     const { runtime, executions } = addRuntime('ask');
-    const handler = chatHandler(runtime);
+    const handler = chatHandler(runtime, onLoopback);
     const first = await handler(post({ id: 'c2', messages: [user('Add 2 and 3')] }));
     const parked = (await readResponseLikeUseChat(first)).message as TurnlogUIMessage;
     expect(parked.metadata).toMatchObject({ status: 'awaiting' });
@@ -103,7 +110,7 @@ describe('chatHandler', () => {
 
   it('records a denial: the tool never runs and the part ends output-denied', async () => {
     const { runtime, executions } = addRuntime('ask');
-    const handler = chatHandler(runtime);
+    const handler = chatHandler(runtime, onLoopback);
     const parked = (
       await readResponseLikeUseChat(await handler(post({ id: 'c3', messages: [user('Add')] })))
     ).message as TurnlogUIMessage;
@@ -117,7 +124,7 @@ describe('chatHandler', () => {
 
   it('refuses a message while a decision is pending with a 409 JSON error, recording nothing', async () => {
     const { runtime } = addRuntime('ask');
-    const handler = chatHandler(runtime);
+    const handler = chatHandler(runtime, onLoopback);
     await readResponseLikeUseChat(await handler(post({ id: 'c4', messages: [user('Add')] })));
     const before = (await runtime.facts('c4')).length;
     const refused = await handler(post({ id: 'c4', messages: [user('Add'), user('Hurry up')] }));
@@ -131,23 +138,23 @@ describe('chatHandler', () => {
 
   it('stops a parked run: it ends aborted, and nothing is left to resume', async () => {
     const { runtime, executions } = addRuntime('ask');
-    const handler = chatHandler(runtime);
+    const handler = chatHandler(runtime, onLoopback);
     await readResponseLikeUseChat(await handler(post({ id: 'c5', messages: [user('Add')] })));
-    const stopped = await handler(new Request(`${base}/api/chat/c5/stop`, { method: 'POST' }));
+    const stopped = await handler(stop('c5'));
     expect(stopped.status).toBe(200);
     expect(await stopped.json()).toEqual({ stopped: true });
     const facts = await runtime.facts('c5');
     expect(facts.at(-1)).toMatchObject({ type: 'run.ended', status: 'aborted' });
     expect(executions).toEqual([]);
     expect((await handler(get('/api/chat/c5/stream'))).status).toBe(204);
-    const again = await handler(new Request(`${base}/api/chat/c5/stop`, { method: 'POST' }));
+    const again = await handler(stop('c5'));
     expect(again.status).toBe(404);
     expect((await again.json()).error).toBe('NoActiveRunError');
   });
 
   it('answers the long poll once the waiting run moves, and 204 without a run', async () => {
     const { runtime } = addRuntime('ask');
-    const handler = chatHandler(runtime);
+    const handler = chatHandler(runtime, onLoopback);
     expect((await handler(get('/api/chat/c6/moved?after=0'))).status).toBe(204);
     const parked = (
       await readResponseLikeUseChat(await handler(post({ id: 'c6', messages: [user('Add')] })))
@@ -166,8 +173,8 @@ describe('chatHandler', () => {
     const handler = chatHandler(runtime, {
       basePath: '/chat/',
       sessionId: (chatId, request) => `${request.headers.get('x-user')}:${chatId}`,
-      authorize: (request, { action, chatId }) => {
-        asked.push(`${action} ${chatId}`);
+      authorize: (request, action) => {
+        asked.push(`${action.name} ${action.kind} ${action.sessionId}`);
         return request.headers.get('x-user') === 'ana';
       },
     });
@@ -180,8 +187,8 @@ describe('chatHandler', () => {
     asBob.headers.set('x-user', 'bob');
     const refused = await handler(asBob);
     expect(refused.status).toBe(403);
-    expect((await refused.json()).error).toBe('Forbidden');
-    expect(asked).toEqual(['send c7', 'messages c7']);
+    expect(await refused.json()).toMatchObject({ error: 'HttpRefusedError', reason: 'forbidden' });
+    expect(asked).toEqual(['chat.post act undefined', 'chat.messages read bob:c7']);
 
     expect((await handler(get('/chat/c7/elsewhere'))).status).toBe(404);
     expect((await handler(get('/api/chat'))).status).toBe(404);
@@ -192,12 +199,18 @@ describe('chatHandler', () => {
 
   it('refuses a body that is not what useChat sends, and one over maxBodyBytes', async () => {
     const { runtime } = addRuntime('allow');
-    const handler = chatHandler(runtime, { maxBodyBytes: 1024 });
-    const notJson = await handler(new Request(`${base}/api/chat`, { method: 'POST', body: '{' }));
+    const handler = chatHandler(runtime, { ...onLoopback, maxBodyBytes: 1024 });
+    const notJson = await handler(
+      new Request(`${base}/api/chat`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{',
+      }),
+    );
     expect(notJson.status).toBe(400);
     const noId = await handler(post({ messages: [user('Add')] }));
     expect(noId.status).toBe(400);
-    expect((await noId.json()).error).toBe('BadRequest');
+    expect(await noId.json()).toMatchObject({ error: 'HttpRefusedError', reason: 'bad-request' });
     const badMessages = await handler(post({ id: 'c8', messages: [{ role: 'user' }] }));
     expect(badMessages.status).toBe(400);
     const noAnswer = await handler(
@@ -207,11 +220,32 @@ describe('chatHandler', () => {
       }),
     );
     expect(await noAnswer.json()).toMatchObject({
-      error: 'BadRequest',
+      reason: 'bad-request',
       message: expect.stringContaining('answers no approval'),
     });
     const large = await handler(post({ id: 'c8', messages: [user('x'.repeat(2000))] }));
     expect(large.status).toBe(413);
     expect(await runtime.facts('c8')).toEqual([]);
+  });
+
+  it('passes every request through the trust layer first: a foreign page or client acts on nothing', async () => {
+    const { runtime } = addRuntime('allow');
+    const fromElsewhere = post({ id: 'c9', messages: [user('Add')] });
+    fromElsewhere.headers.set('origin', 'https://evil.example');
+    const crossSite = await chatHandler(runtime, onLoopback)(fromElsewhere);
+    expect(crossSite.status).toBe(403);
+    expect((await crossSite.json()).reason).toBe('cross-origin');
+    const form = new Request(`${base}/api/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: JSON.stringify({ id: 'c9', messages: [user('Add')] }),
+    });
+    expect((await chatHandler(runtime, onLoopback)(form)).status).toBe(415);
+    // No client address recorded (not behind toWebRequest), no token, no authorize: refused.
+    const unknownClient = await chatHandler(runtime)(post({ id: 'c9', messages: [user('Add')] }));
+    expect(unknownClient.status).toBe(403);
+    const rebound = new Request('http://rebind.attacker.example/api/chat/c9/messages');
+    expect((await chatHandler(runtime, onLoopback)(rebound)).status).toBe(403);
+    expect(await runtime.facts('c9')).toEqual([]);
   });
 });

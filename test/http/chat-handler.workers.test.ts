@@ -1,15 +1,15 @@
 import type { LanguageModelV4CallOptions } from '@ai-sdk/provider';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { scriptedModel } from '../../../adapters/scripted-model.ts';
-import { chatHandler } from '../../../adapters/ui/chat-handler.ts';
-import type { TurnlogUIMessage } from '../../../adapters/ui/ui-message-types.ts';
-import { sequentialIds } from '../../../events/ids.ts';
-import { createRuntime, type Runtime } from '../../../runtime.ts';
-import { defineTool } from '../../../tools/define-tool.ts';
-import { testSchema } from '../../helpers/postgres.ts';
-import { deferred } from '../../runtime/runtime-helpers.ts';
-import { asSent, readResponseLikeUseChat } from './ui-stream-reader.ts';
+import { scriptedModel } from '../../adapters/scripted-model.ts';
+import type { TurnlogUIMessage } from '../../adapters/ui/ui-message-types.ts';
+import { sequentialIds } from '../../events/ids.ts';
+import { chatHandler } from '../../http/chat-handler.ts';
+import { createRuntime, type Runtime } from '../../runtime.ts';
+import { defineTool } from '../../tools/define-tool.ts';
+import { asSent, readResponseLikeUseChat } from '../adapters/ui/ui-stream-reader.ts';
+import { testSchema } from '../helpers/postgres.ts';
+import { deferred } from '../runtime/runtime-helpers.ts';
 
 /** Any worker continues where another left: the model is a function of the prompt. */
 function workerModel() {
@@ -22,11 +22,13 @@ function workerModel() {
 
 const user: TurnlogUIMessage = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'go' }] };
 const post = (body: Record<string, unknown>) =>
-  new Request('http://app.test/api/chat', {
+  new Request('http://127.0.0.1:3000/api/chat', {
     method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ trigger: 'submit-message', ...body }),
   });
-const get = (path: string) => new Request(`http://app.test${path}`);
+const get = (path: string) => new Request(`http://127.0.0.1:3000${path}`);
+const onLoopback = { clientAddress: () => '127.0.0.1' };
 
 describe('chatHandler on workers sharing one postgresStore', () => {
   let database: ReturnType<typeof testSchema>;
@@ -71,8 +73,8 @@ describe('chatHandler on workers sharing one postgresStore', () => {
   });
 
   it('resumes a run driven by another worker from the log, then follows it live to its end', async () => {
-    const a = chatHandler(worker('a', 'allow'));
-    const b = chatHandler(worker('b', 'allow'));
+    const a = chatHandler(worker('a', 'allow'), onLoopback);
+    const b = chatHandler(worker('b', 'allow'), onLoopback);
     const started = await a(post({ id: 's1', messages: [user] }));
     const onA = readResponseLikeUseChat(started);
     // Two pages on worker b reconnect while a runs the tool: each gets the run from the log.
@@ -87,8 +89,8 @@ describe('chatHandler on workers sharing one postgresStore', () => {
   });
 
   it('takes an approval on another worker than the one that asked, and streams the rest', async () => {
-    const a = chatHandler(worker('a', 'ask'));
-    const b = chatHandler(worker('b', 'ask'));
+    const a = chatHandler(worker('a', 'ask'), onLoopback);
+    const b = chatHandler(worker('b', 'ask'), onLoopback);
     gate.resolve();
     const parked = (await readResponseLikeUseChat(await a(post({ id: 's2', messages: [user] }))))
       .message as TurnlogUIMessage;

@@ -1,8 +1,9 @@
 import { createUIMessageStreamResponse } from 'ai';
-import type { Fact, PermissionDecision } from '../../events/facts.ts';
-import { TurnlogError } from '../../events/turnlog-error.ts';
-import type { TurnHandle } from '../../machines/effects/turn-channel.ts';
-import { SessionBusyError } from '../../runtime-errors.ts';
+import { toUIMessageStream, toUIMessages } from '../adapters/ui/ui-message-stream.ts';
+import type { Fact, PermissionDecision } from '../events/facts.ts';
+import { TurnlogError } from '../events/turnlog-error.ts';
+import type { TurnHandle } from '../machines/effects/turn-channel.ts';
+import { SessionBusyError } from '../runtime-errors.ts';
 import {
   badRequest,
   type ChatPost,
@@ -10,7 +11,9 @@ import {
   readChatPost,
   textOf,
 } from './chat-request.ts';
-import { toUIMessageStream, toUIMessages } from './ui-message-stream.ts';
+import { HttpRefusedError, refusalResponse } from './http-errors.ts';
+import { decodePathSegment } from './request-body.ts';
+import { type RequestAction, RequestGuard, type RequestGuardOptions } from './request-guard.ts';
 
 /** What `chatHandler` needs of a runtime (`createRuntime`'s `Runtime` has it all). */
 export interface ChatRuntime {
@@ -27,37 +30,25 @@ export interface ChatRuntime {
   follow(sessionId: string): Promise<TurnHandle | undefined>;
 }
 
-/** What a request asks the chat handler to do (given to `authorize`). */
-export type ChatAction =
-  | 'send'
-  | 'decide'
-  | 'regenerate'
-  | 'resume'
-  | 'messages'
-  | 'stop'
-  | 'moved';
-
-/** Options of `chatHandler`. */
-export interface ChatHandlerOptions<TSendExtras = Record<string, never>> {
+/**
+ * Options of `chatHandler`: the trust layer's (`RequestGuardOptions`: `authorize`, `token`,
+ * `allowedOrigins`, `allowedHosts`, `clientAddress`, `maxBodyBytes`, default 8 MiB here since
+ * attached files come as data URLs), or a `guard` shared with other routes, and the chat's own.
+ */
+export interface ChatHandlerOptions<TSendExtras = Record<string, never>>
+  extends RequestGuardOptions {
   /** The path the routes are under, as `DefaultChatTransport`'s `api`. Default `/api/chat`. */
   basePath?: string;
-  /**
-   * May this request do this? Called before anything is read or done; `false` answers 403.
-   * Default: every request may (put the handler behind your own authentication, or pass this).
-   */
-  authorize?: (
-    request: Request,
-    access: { action: ChatAction; chatId: string | undefined },
-  ) => boolean | Promise<boolean>;
+  /** A guard to use instead of one made from these options. */
+  guard?: RequestGuard;
   /**
    * The session of a chat id. Default: the chat id itself. Map it to keep users apart
-   * (`(chatId, request) => \`${userOf(request)}:${chatId}\``).
+   * (`(chatId, request) => \`${userOf(request)}:${chatId}\``): a chat id then reaches only its
+   * user's sessions.
    */
   sessionId?: (chatId: string, request: Request) => string | Promise<string>;
   /** More of `runtime.send()`'s argument for a new run (besides the session and the message). */
   send?: (request: Request) => TSendExtras | Promise<TSendExtras>;
-  /** The largest body a `POST` may have, in bytes (attached files come as data URLs). Default 8 MiB. */
-  maxBodyBytes?: number;
   /** Told of each error answered 500 (a bug, or the store failing). Default `console.error`. */
   onError?: (error: unknown) => void;
 }
@@ -84,12 +75,13 @@ type SendExtrasOf<TRuntime extends ChatRuntime> = Omit<
  * The chat routes `useChat` (`@ai-sdk/react`, or any `Chat`) talks to with the AI SDK's
  * `DefaultChatTransport`, as one Fetch handler: a Web `Request` in, a `Response` out. It keeps
  * no state of its own (everything is in the runtime and the log), so any worker serves any
- * request. Under `basePath` (default `/api/chat`); the chat id is the session id by default:
+ * request. Every request passes the trust layer first (`RequestGuard`: Host, Origin, JSON-only
+ * actions, `authorize`; by default only clients on loopback, as `toWebRequest` records them).
+ * Under `basePath` (default `/api/chat`); the chat id is the session id by default:
  *
  * ```text
  * POST /api/chat                    useChat's body: a user message starts a run; approvals
- *                                   answered record decisions and continue the run's message;
- *                                   regenerate-message starts a run superseding the last answer.
+ *                                   answered record decisions and continue the run's message
  *                                   → UI message stream (409 JSON while the run is unfinished)
  * GET  /api/chat/:id/stream         resumeStream(): the unfinished run from the log, then live
  *                                   (204: none)
@@ -101,12 +93,12 @@ type SendExtrasOf<TRuntime extends ChatRuntime> = Omit<
  * ```
  *
  * Errors are JSON `{ error, message }` (what `useChat`'s `onError` shows): 400 a body that is
- * not useChat's, 403 refused by `authorize`, 404 no such route or run, 409 busy or already
- * decided, 503 the runtime closed.
+ * not useChat's, 401/403/415 refused by the trust layer, 404 no such route or run, 409 busy or
+ * already decided, 413 over `maxBodyBytes`, 503 the runtime closed.
  *
  * @example
- * // app/api/chat/[[...path]]/route.ts (Next.js)
- * const handler = chatHandler(runtime);
+ * // app/api/chat/[[...path]]/route.ts (Next.js): your own authentication decides
+ * const handler = chatHandler(runtime, { authorize: async (request) => (await auth(request)) !== null });
  * export const GET = handler;
  * export const POST = handler;
  */
@@ -119,20 +111,23 @@ export function chatHandler<TRuntime extends ChatRuntime>(
 }
 
 /** A route of the handler: what it does, for which chat. */
-interface Route {
-  action: ChatAction | 'post';
-  chatId: string | undefined;
-}
+type Route =
+  | { action: 'post' }
+  | { action: 'resume' | 'messages' | 'moved' | 'stop'; chatId: string };
 
 /** The routes of `chatHandler`, over one runtime. */
 class ChatRoutes {
   readonly #runtime: ChatRuntime;
   readonly #options: ChatHandlerOptions<object>;
+  readonly #guard: RequestGuard;
   readonly #base: string;
 
   constructor(runtime: ChatRuntime, options: ChatHandlerOptions<object>) {
     this.#runtime = runtime;
     this.#options = options;
+    this.#guard =
+      options.guard ??
+      new RequestGuard({ ...options, maxBodyBytes: options.maxBodyBytes ?? 8 * 1024 * 1024 });
     this.#base = (options.basePath ?? '/api/chat').replace(/\/+$/, '');
   }
 
@@ -141,8 +136,7 @@ class ChatRoutes {
       const route = this.#route(request);
       if (route instanceof Response) return route;
       if (route.action === 'post') return await this.#post(request);
-      await this.#authorize(request, route.action, route.chatId);
-      return await this.#get(request, route);
+      return await this.#chatRoute(request, route);
     } catch (error) {
       return this.#errorResponse(error);
     }
@@ -152,48 +146,27 @@ class ChatRoutes {
   #route(request: Request): Route | Response {
     const { pathname } = new URL(request.url);
     if (pathname === this.#base) {
-      return request.method === 'POST' ? { action: 'post', chatId: undefined } : notAllowed('POST');
+      return request.method === 'POST' ? { action: 'post' } : notAllowed('POST');
     }
-    const match = /^\/([^/]+)\/(stream|messages|moved|stop)$/.exec(
-      pathname.slice(this.#base.length),
-    );
-    if (!pathname.startsWith(`${this.#base}/`) || match === null) {
+    const rest = pathname.startsWith(`${this.#base}/`) ? pathname.slice(this.#base.length) : '';
+    const match = /^\/([^/]+)\/(stream|messages|moved|stop)$/.exec(rest);
+    if (match === null) {
       return json(404, { error: 'NotFound', message: `No chat route at ${pathname}.` });
     }
-    const action = match[2] as 'stream' | 'messages' | 'moved' | 'stop';
+    const action = match[2] === 'stream' ? 'resume' : (match[2] as 'messages' | 'moved' | 'stop');
     const method = action === 'stop' ? 'POST' : 'GET';
     if (request.method !== method) return notAllowed(method);
-    let chatId: string;
-    try {
-      chatId = decodeURIComponent(match[1] as string);
-    } catch {
-      throw badRequest(`The chat id in ${pathname} is not a valid URI component.`);
-    }
-    return { action: action === 'stream' ? 'resume' : action, chatId };
-  }
-
-  async #authorize(request: Request, action: ChatAction, chatId: string | undefined) {
-    const allowed = (await this.#options.authorize?.(request, { action, chatId })) ?? true;
-    if (!allowed) {
-      throw new ChatRequestError({
-        status: 403,
-        name: 'Forbidden',
-        message: `This request may not ${action} on this chat.`,
-      });
-    }
+    return { action, chatId: decodePathSegment(match[1] as string) };
   }
 
   async #sessionOf(chatId: string, request: Request): Promise<string> {
     return (await this.#options.sessionId?.(chatId, request)) ?? chatId;
   }
 
-  /** `POST /api/chat`: what useChat's body asks for. */
+  /** `POST /api/chat`: the trust layer's checks, then what useChat's body asks for. */
   async #post(request: Request): Promise<Response> {
-    const body = await readJson(request, this.#options.maxBodyBytes ?? 8 * 1024 * 1024);
+    const body = await this.#guard.act(request, { name: 'chat.post', kind: 'act' });
     const post = await readChatPost(body);
-    const action =
-      post.kind === 'message' ? 'send' : post.kind === 'answers' ? 'decide' : 'regenerate';
-    await this.#authorize(request, action, post.chatId);
     const sessionId = await this.#sessionOf(post.chatId, request);
     switch (post.kind) {
       case 'message':
@@ -262,25 +235,35 @@ class ChatRoutes {
     return { sessionId, runId: run, events: facts.filter((fact) => fact.runId === run) };
   }
 
-  /** The `GET` routes and `stop`. */
-  async #get(request: Request, route: Route): Promise<Response> {
-    const sessionId = await this.#sessionOf(route.chatId as string, request);
+  /** The routes of one chat: the trust layer's checks for a read or an action, then the route. */
+  async #chatRoute(request: Request, route: Extract<Route, { chatId: string }>): Promise<Response> {
+    const sessionId = await this.#sessionOf(route.chatId, request);
+    const action: RequestAction = {
+      name: `chat.${route.action}`,
+      kind: route.action === 'stop' ? 'act' : 'read',
+      sessionId,
+    };
     switch (route.action) {
       case 'resume': {
+        await this.#guard.check(request, action);
         const turn = await this.#runtime.follow(sessionId);
-        return turn === undefined
-          ? new Response(null, { status: 204 })
-          : streamResponse(toUIMessageStream(turn));
+        if (turn === undefined) return new Response(null, { status: 204 });
+        return streamResponse(toUIMessageStream(turn));
       }
       case 'messages':
+        await this.#guard.check(request, action);
         return json(200, toUIMessages(await this.#runtime.facts(sessionId)));
       case 'stop':
+        await this.#guard.act(request, action, { optional: true });
         await this.#runtime.stop({ sessionId, reason: 'stopped from the chat' });
         return json(200, { stopped: true });
       case 'moved':
+        await this.#guard.check(request, action);
         return this.#moved(sessionId, new URL(request.url).searchParams.get('after'));
-      default:
-        throw new Error(`chatHandler: no GET route for ${route.action}`);
+      default: {
+        const unknown: never = route.action;
+        throw new Error(`chatHandler: no route ${String(unknown)}`);
+      }
     }
   }
 
@@ -316,6 +299,7 @@ class ChatRoutes {
   }
 
   #errorResponse(error: unknown): Response {
+    if (HttpRefusedError.isInstance(error)) return refusalResponse(error);
     if (error instanceof ChatRequestError) {
       return json(error.status, { error: error.name, message: error.message });
     }
@@ -349,33 +333,4 @@ function notAllowed(method: string): Response {
 
 function streamResponse(stream: ReturnType<typeof toUIMessageStream>): Response {
   return createUIMessageStreamResponse({ stream });
-}
-
-/** The request's body as JSON, refused past `limit` bytes (413) or when it is not JSON (400). */
-async function readJson(request: Request, limit: number): Promise<unknown> {
-  const declared = Number(request.headers.get('content-length') ?? Number.NaN);
-  if (declared > limit) throw tooLarge(limit);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  if (request.body !== null) {
-    for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
-      size += chunk.byteLength;
-      if (size > limit) throw tooLarge(limit);
-      chunks.push(chunk);
-    }
-  }
-  const text = new TextDecoder().decode(Buffer.concat(chunks));
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw badRequest('The body must be JSON, as useChat sends it.');
-  }
-}
-
-function tooLarge(limit: number): ChatRequestError {
-  return new ChatRequestError({
-    status: 413,
-    name: 'PayloadTooLarge',
-    message: `The body is over ${Math.round(limit / 1024)} KiB (chatHandler's maxBodyBytes); attach smaller files.`,
-  });
 }

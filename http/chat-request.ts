@@ -1,6 +1,7 @@
 import { isToolUIPart, validateUIMessages } from 'ai';
-import { type ApprovalDecision, decisionFromApproval } from './ui-approval.ts';
-import type { TurnlogUIMessage } from './ui-message-types.ts';
+import { type ApprovalDecision, decisionFromApproval } from '../adapters/ui/ui-approval.ts';
+import type { TurnlogUIMessage } from '../adapters/ui/ui-message-types.ts';
+import { HttpRefusedError } from './http-errors.ts';
 
 /**
  * What one `POST` of `DefaultChatTransport` asks for, read from useChat's body
@@ -29,7 +30,10 @@ export type ChatPost =
       messageId: string | undefined;
     };
 
-/** A request the chat handler refuses, with its HTTP status and a stable name. */
+/**
+ * A request the chat handler answers with an error of its own (a 409 a page shows, a 404), as
+ * JSON `{ error: name, message }`.
+ */
 export class ChatRequestError extends Error {
   readonly status: number;
 
@@ -40,12 +44,12 @@ export class ChatRequestError extends Error {
   }
 }
 
-/** A 400 for a body that is not what `DefaultChatTransport` sends. */
-export function badRequest(message: string): ChatRequestError {
-  return new ChatRequestError({ status: 400, name: 'BadRequest', message });
+/** A 400 for a body that is not what `DefaultChatTransport` sends (the trust layer's refusal). */
+export function badRequest(message: string): HttpRefusedError {
+  return new HttpRefusedError({ reason: 'bad-request', message });
 }
 
-/** Reads useChat's body into what it asks for; a `ChatRequestError` (400) for anything else. */
+/** Reads useChat's body into what it asks for; a 400 `HttpRefusedError` for anything else. */
 export async function readChatPost(body: unknown): Promise<ChatPost> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw badRequest('The body must be a JSON object: { id, messages, trigger }.');
