@@ -88,6 +88,7 @@ export type {
   RecordedFingerprint,
   RequestCapture,
   RunLimits,
+  RunSettings,
   RunStatus,
   ToolCallProof,
   ToolCallRecord,
@@ -203,6 +204,7 @@ export {
 export {
   createRuntime,
   defaultLimits,
+  type ModelSettings,
   type RecoveredRun,
   type Runtime,
   type RuntimeOptions,
