@@ -88,6 +88,7 @@ export type {
   RecordedFingerprint,
   RequestCapture,
   RunLimits,
+  RunSettings,
   RunStatus,
   ToolCallProof,
   ToolCallRecord,
@@ -182,6 +183,7 @@ export type {
 export {
   createRuntime,
   defaultLimits,
+  type ModelSettings,
   type RecoveredRun,
   type Runtime,
   type RuntimeOptions,

@@ -26,6 +26,7 @@ import { RunTelemetry } from './observability/run-telemetry.ts';
 import type { TelemetryOptions } from './observability/telemetry-options.ts';
 import { checkMethodArgument, checkRuntimeOptions, checkSessionId } from './runtime-arguments.ts';
 import { InvalidArgumentError, RuntimeClosedError, SessionBusyError } from './runtime-errors.ts';
+import { type ModelSettings, runSettings } from './runtime-settings.ts';
 import { ConcurrencyError, type EventStore, type StoreFinding } from './store/event-store.ts';
 import { lowdbStore } from './store/folder/lowdb-store.ts';
 import { LeaseLostError } from './store/run-leases.ts';
@@ -66,6 +67,12 @@ export interface RuntimeOptions<TTools extends RuntimeTools = RuntimeTools> {
   system?: string;
   limits?: Partial<RunLimits>;
   /**
+   * Sampling settings (`temperature`, `topP`, `topK`, `presencePenalty`, `frequencyPenalty`,
+   * `seed`, `stopSequences`), provider options and `maxOutputTokens` for every run's requests;
+   * `send({ settings })` overrides them for one run. Recorded in each `run.started`.
+   */
+  settings?: ModelSettings;
+  /**
    * Runtime-wide permission policy, consulted after each tool's own permission; its `input` is
    * typed as the named tool's validated input.
    */
@@ -101,7 +108,7 @@ export interface WorkerOptions {
   leaseMs?: number;
 }
 
-export type { RecoveredRun };
+export type { ModelSettings, RecoveredRun };
 
 /**
  * A turnlog runtime (`createRuntime`): the store, the model adapter, the tools and one live turn
@@ -109,7 +116,7 @@ export type { RecoveredRun };
  */
 export interface Runtime {
   /** Starts a run for a user message. Throws `SessionBusyError` while the session's last run is unfinished (steer instead). */
-  send(input: { sessionId: string; text: string }): Promise<TurnHandle>;
+  send(input: { sessionId: string; text: string; settings?: ModelSettings }): Promise<TurnHandle>;
   /** Answers a pending decision: a permission ask (`allow`/`deny`/`abort`) or an indeterminate call (`report-unknown`/`abort`). */
   decide(input: {
     sessionId: string;
@@ -186,6 +193,7 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
     tools,
     system: options.system,
     limits: { ...defaultLimits, ...options.limits },
+    settings: options.settings,
     inspect: options.inspect,
     now,
     generateId: options.generateId ?? createIdGenerator({ now }),
@@ -205,6 +213,7 @@ interface RuntimeParts {
   tools: ToolSetSource;
   system: string | undefined;
   limits: RunLimits;
+  settings: ModelSettings | undefined;
   inspect: RuntimeOptions['inspect'];
   now: () => number;
   generateId: IdGenerator;
@@ -300,11 +309,14 @@ class DefaultRuntime implements Runtime {
     for (const name of runtimeMethods) Object.assign(this, { [name]: this[name].bind(this) });
   }
 
-  async send(input: { sessionId: string; text: string }): Promise<TurnHandle> {
-    const { sessionId, text } = checkMethodArgument('send', input);
+  async send(input: Parameters<Runtime['send']>[0]): Promise<TurnHandle> {
+    const { sessionId, text, settings } = checkMethodArgument('send', input);
     // The caller's context parents the run's first span (read before the session's queue).
     const parent = await this.#parts.telemetry?.callerContext();
-    return this.#runs.withSession(sessionId, () => this.#startRun(sessionId, text, parent));
+    const started = runSettings(this.#parts.limits, this.#parts.settings, settings);
+    return this.#runs.withSession(sessionId, () =>
+      this.#startRun({ sessionId, text, started, parent }),
+    );
   }
 
   async decide(input: Parameters<Runtime['decide']>[0]): Promise<void> {
@@ -394,8 +406,18 @@ class DefaultRuntime implements Runtime {
   }
 
   /** Under the session's lock: starts a run unless the session has an unfinished one. */
-  async #startRun(sessionId: string, text: string, parent: unknown): Promise<TurnHandle> {
-    const { generateId, limits, system } = this.#parts;
+  async #startRun({
+    sessionId,
+    text,
+    started,
+    parent,
+  }: {
+    sessionId: string;
+    text: string;
+    started: ReturnType<typeof runSettings>;
+    parent: unknown;
+  }): Promise<TurnHandle> {
+    const { generateId, system } = this.#parts;
     for (let attempt = 1; ; attempt += 1) {
       const facts = await this.#runs.facts(sessionId);
       const open = unfinishedRun(facts);
@@ -409,7 +431,7 @@ class DefaultRuntime implements Runtime {
             type: 'run.started',
             input: { text },
             runtimeVersion,
-            limits,
+            ...started,
             ...(system === undefined ? {} : { system }),
           },
           parent,

@@ -1,6 +1,6 @@
 import type { InspectionEvent, Observer } from 'xstate';
 import type { ModelAdapter } from '../../adapters/model-adapter.ts';
-import type { Fact, RunLimits } from '../../events/facts.ts';
+import type { Fact, RunLimits, RunSettings } from '../../events/facts.ts';
 import type { IdGenerator } from '../../events/ids.ts';
 import type { HistoryProjection } from '../../events/project-history.ts';
 import { fingerprintToRecord } from '../../events/run-fingerprint.ts';
@@ -57,6 +57,12 @@ export type RecoveredRun =
     };
 
 /** What a runtime's live runs are built from: its parts, and how it holds runs. */
+/** What a run's `run.started` records of its requests: its limits and settings. */
+interface RunRequestSettings {
+  limits: RunLimits;
+  settings?: RunSettings | undefined;
+}
+
 export interface LiveRunsOptions {
   store: EventStore;
   adapter: ModelAdapter;
@@ -171,7 +177,7 @@ export class LiveRuns implements TenureHost {
     const tools = this.#options.tools.forRun(ids.runId);
     await this.#tenure.claim(ids);
     const handle = this.handles.newHandle(ids);
-    const driver = this.#open(ids, facts, draft.limits, 'started', parent);
+    const driver = this.#open(ids, facts, draft, 'started', parent);
     const trace = this.#live.get(ids.sessionId)?.segment?.traceContext;
     const { provider, modelId } = this.#options.adapter;
     const fingerprint = fingerprintToRecord({
@@ -309,11 +315,14 @@ export class LiveRuns implements TenureHost {
     this.handles.close(closedError);
   }
 
-  /** Wires one run's driver, services, live actor and telemetry (`start`: how it came here). */
+  /**
+   * Wires one run's driver, services, live actor and telemetry (`start`: how it came here;
+   * `started`: what its `run.started` records of its requests).
+   */
   #open(
     ids: RunIds,
     facts: Fact[],
-    limits: RunLimits,
+    started: RunRequestSettings,
     start: SegmentStart,
     parent?: unknown,
   ): RunDriver {
@@ -348,7 +357,7 @@ export class LiveRuns implements TenureHost {
       },
     });
     const run = new LiveRun(driver, segment);
-    this.#services.set(ids.runId, this.#runServices(run, sinks, history, limits));
+    this.#services.set(ids.runId, this.#runServices(run, sinks, history, started));
     driver.ended.then(
       () => this.#ended(ids, driver, history),
       (error) => this.#failed(ids, driver, error),
@@ -363,7 +372,7 @@ export class LiveRuns implements TenureHost {
     { driver, controller }: LiveRun,
     sinks: RunSinks,
     history: HistoryProjection,
-    limits: RunLimits,
+    { limits, settings }: RunRequestSettings,
   ): RunServices {
     const { store, generateId, random } = this.#options;
     return {
@@ -371,6 +380,7 @@ export class LiveRuns implements TenureHost {
       ...this.#options.tools.forRun(driver.runId),
       system: this.#options.system,
       limits,
+      settings,
       store,
       facts: () => driver.facts(),
       history,
@@ -506,7 +516,7 @@ export class LiveRuns implements TenureHost {
       await this.#resumeRecovering(loaded, this.handles.newHandle(ids, rehydrated.facts));
       return;
     }
-    const driver = this.#open(ids, facts, rehydrated.limits, 'resumed');
+    const driver = this.#open(ids, facts, rehydrated, 'resumed');
     await driver.resume(rehydrated.snapshot);
     // Parked when rebuilt: dropped again after the work that rebuilt it, unless that moved it on.
     if (rehydrated.snapshot.hasTag('parked')) this.#park(ids, driver);
@@ -520,7 +530,7 @@ export class LiveRuns implements TenureHost {
   async #resumeRecovering(loaded: LoadedRun, handle: TurnHandle): Promise<RecoveredRun> {
     const { ids, facts, plan, rehydrated } = loaded;
     const { snapshot } = rehydrated;
-    const driver = this.#open(ids, facts, rehydrated.limits, 'recovered');
+    const driver = this.#open(ids, facts, rehydrated, 'recovered');
     await driver.resume(snapshot);
     if (snapshot.status !== 'done') {
       // Traced, run.recovered records this driver's span: the run's later spans link to it.
