@@ -10,6 +10,8 @@ export { ScriptExhaustedError, UnsupportedModelError } from './adapters/adapter-
 export { ProjectionInputError } from './events/projection-input-error.ts';
 // The base class.
 export { TurnlogError } from './events/turnlog-error.ts';
+// The HTTP trust layer (http/): a refused request, an unsafe bind.
+export { HttpRefusedError, InsecureBindError } from './http/http-errors.ts';
 // The machine: a log it cannot rebuild (machines/pure/rehydrate.ts).
 export { ReplayDivergenceError } from './machines/pure/rehydrate.ts';
 // The runtime's public operations (runtime.ts).
@@ -30,8 +32,9 @@ export {
   StoreLockedError,
   StoreWriteError,
 } from './store/event-store.ts';
-export { StoreOpenError } from './store/postgres/postgres-errors.ts';
+export { StoreOpenError, StoreUnavailableError } from './store/postgres/postgres-errors.ts';
 export { LeaseLostError, RunLeasedError } from './store/run-leases.ts';
+export { ArchiveFormatError, SessionExistsError } from './store/session-retention.ts';
 
 // Tools: definitions, permissions and decisions, MCP (tools/).
 export { McpToolsError } from './tools/mcp/mcp-client.ts';

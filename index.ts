@@ -39,6 +39,7 @@ export {
   toUIMessages,
 } from './adapters/ui/ui-message-stream.ts';
 export {
+  ArchiveFormatError,
   ConcurrencyError,
   DamagedSessionError,
   DecisionConflictError,
@@ -57,12 +58,14 @@ export {
   RuntimeClosedError,
   ScriptExhaustedError,
   SessionBusyError,
+  SessionExistsError,
   StoreClosedError,
   StoreCorruptionError,
   StoreError,
   StoreInputError,
   StoreLockedError,
   StoreOpenError,
+  StoreUnavailableError,
   StoreWriteError,
   ToolDefinitionError,
   ToolSchemaConversionError,
@@ -89,6 +92,7 @@ export type {
   RecordedFingerprint,
   RequestCapture,
   RunLimits,
+  RunSettings,
   RunStatus,
   ToolCallProof,
   ToolCallRecord,
@@ -139,6 +143,32 @@ export {
   recordedFingerprint,
   type ToolFingerprint,
 } from './events/run-fingerprint.ts';
+export {
+  type ChatHandlerOptions,
+  type ChatRuntime,
+  chatHandler,
+} from './http/chat-handler.ts';
+export { clientAddress } from './http/client-address.ts';
+export {
+  type HttpRefusalReason,
+  HttpRefusedError,
+  InsecureBindError,
+  refusalResponse,
+} from './http/http-errors.ts';
+export { listenTrusted } from './http/listen-trusted.ts';
+export {
+  createNodeHandler,
+  type NodeHandlerOptions,
+  toWebRequest,
+  writeWebResponse,
+} from './http/node-adapter.ts';
+export { decodePathSegment, readJsonBody } from './http/request-body.ts';
+export {
+  type Authorize,
+  type RequestAction,
+  RequestGuard,
+  type RequestGuardOptions,
+} from './http/request-guard.ts';
 export type { TurnEvent, TurnHandle, TurnResult } from './machines/effects/turn-channel.ts';
 export { foldRun } from './machines/pure/rehydrate.ts';
 export { statePath } from './machines/pure/state-path.ts';
@@ -157,8 +187,30 @@ export type {
   TelemetryTracer,
 } from './observability/telemetry-options.ts';
 export {
+  type BlockedRun,
+  checkDeploy,
+  type DeployBlocker,
+  type DeployCheckOptions,
+  type DeployCheckReport,
+} from './operations/deploy-check.ts';
+export {
+  type CallTrace,
+  type ReplayDifference,
+  type ReplayedRun,
+  type ReplayReport,
+  type ReplaySessionOptions,
+  type RunTrace,
+  replaySession,
+} from './operations/replay-session.ts';
+export {
+  type SessionOverview,
+  type SessionStatus,
+  sessionOverview,
+} from './operations/session-overview.ts';
+export {
   createRuntime,
   defaultLimits,
+  type ModelSettings,
   type RecoveredRun,
   type Runtime,
   type RuntimeOptions,
@@ -175,6 +227,21 @@ export {
   type PostgresStoreOptions,
   postgresStore,
 } from './store/postgres/postgres-store.ts';
+export {
+  type PurgeOptions,
+  type PurgeProgress,
+  type PurgeReport,
+  purgeSessions,
+} from './store/retention/purge-sessions.ts';
+export {
+  decodeSessionArchive,
+  encodeSessionArchive,
+  exportSession,
+  importSession,
+  type SessionArchive,
+  type SessionArchiveHeader,
+  sessionArchiveFormat,
+} from './store/retention/session-archive.ts';
 export type {
   InboxItem,
   InboxOutcome,
@@ -183,6 +250,12 @@ export type {
   RunInbox,
 } from './store/run-inbox.ts';
 export type { LeaseAttempt, RunLease, RunLeaseState, RunLeases } from './store/run-leases.ts';
+export type {
+  EndedSession,
+  RemovedSession,
+  SessionRetention,
+  SessionToRemove,
+} from './store/session-retention.ts';
 export {
   type WorkspaceTools,
   type WorkspaceToolsOptions,

@@ -26,6 +26,7 @@ import { RunTelemetry } from './observability/run-telemetry.ts';
 import type { TelemetryOptions } from './observability/telemetry-options.ts';
 import { checkMethodArgument, checkRuntimeOptions, checkSessionId } from './runtime-arguments.ts';
 import { InvalidArgumentError, RuntimeClosedError, SessionBusyError } from './runtime-errors.ts';
+import { type ModelSettings, runSettings } from './runtime-settings.ts';
 import { ConcurrencyError, type EventStore, type StoreFinding } from './store/event-store.ts';
 import { lowdbStore } from './store/folder/lowdb-store.ts';
 import { LeaseLostError } from './store/run-leases.ts';
@@ -66,6 +67,12 @@ export interface RuntimeOptions<TTools extends RuntimeTools = RuntimeTools> {
   system?: string;
   limits?: Partial<RunLimits>;
   /**
+   * Sampling settings (`temperature`, `topP`, `topK`, `presencePenalty`, `frequencyPenalty`,
+   * `seed`, `stopSequences`), provider options and `maxOutputTokens` for every run's requests;
+   * `send({ settings })` overrides them for one run. Recorded in each `run.started`.
+   */
+  settings?: ModelSettings;
+  /**
    * Runtime-wide permission policy, consulted after each tool's own permission; its `input` is
    * typed as the named tool's validated input.
    */
@@ -101,7 +108,7 @@ export interface WorkerOptions {
   leaseMs?: number;
 }
 
-export type { RecoveredRun };
+export type { ModelSettings, RecoveredRun };
 
 /**
  * A turnlog runtime (`createRuntime`): the store, the model adapter, the tools and one live turn
@@ -109,7 +116,7 @@ export type { RecoveredRun };
  */
 export interface Runtime {
   /** Starts a run for a user message. Throws `SessionBusyError` while the session's last run is unfinished (steer instead). */
-  send(input: { sessionId: string; text: string }): Promise<TurnHandle>;
+  send(input: { sessionId: string; text: string; settings?: ModelSettings }): Promise<TurnHandle>;
   /** Answers a pending decision: a permission ask (`allow`/`deny`/`abort`) or an indeterminate call (`report-unknown`/`abort`). */
   decide(input: {
     sessionId: string;
@@ -122,6 +129,14 @@ export interface Runtime {
   steer(input: { sessionId: string; text: string }): Promise<void>;
   /** Stops the session's unfinished run; it ends `aborted` (I10). Resolves once the stop is durable. */
   stop(input: { sessionId: string; reason?: string }): Promise<void>;
+  /**
+   * A handle of the session's unfinished run, on any worker: its facts from `run.started` (read
+   * from the log), then live until `run.ended`; `undefined` when the session has no unfinished
+   * run. What a chat route serves to a client that reconnects (`resumeStream()`), with no map of
+   * handles to keep: each call is a new handle, which costs the runtime a few hundred bytes until
+   * the run ends.
+   */
+  follow(sessionId: string): Promise<TurnHandle | undefined>;
   /** The decisions a person owes in this session. */
   pending(sessionId: string): Promise<PendingDecision[]>;
   /** The messages the model would see next, projected from the log. */
@@ -178,6 +193,7 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
     tools,
     system: options.system,
     limits: { ...defaultLimits, ...options.limits },
+    settings: options.settings,
     inspect: options.inspect,
     now,
     generateId: options.generateId ?? createIdGenerator({ now }),
@@ -197,6 +213,7 @@ interface RuntimeParts {
   tools: ToolSetSource;
   system: string | undefined;
   limits: RunLimits;
+  settings: ModelSettings | undefined;
   inspect: RuntimeOptions['inspect'];
   now: () => number;
   generateId: IdGenerator;
@@ -239,6 +256,7 @@ const runtimeMethods = [
   'decide',
   'steer',
   'stop',
+  'follow',
   'pending',
   'history',
   'facts',
@@ -291,11 +309,14 @@ class DefaultRuntime implements Runtime {
     for (const name of runtimeMethods) Object.assign(this, { [name]: this[name].bind(this) });
   }
 
-  async send(input: { sessionId: string; text: string }): Promise<TurnHandle> {
-    const { sessionId, text } = checkMethodArgument('send', input);
+  async send(input: Parameters<Runtime['send']>[0]): Promise<TurnHandle> {
+    const { sessionId, text, settings } = checkMethodArgument('send', input);
     // The caller's context parents the run's first span (read before the session's queue).
     const parent = await this.#parts.telemetry?.callerContext();
-    return this.#runs.withSession(sessionId, () => this.#startRun(sessionId, text, parent));
+    const started = runSettings(this.#parts.limits, this.#parts.settings, settings);
+    return this.#runs.withSession(sessionId, () =>
+      this.#startRun({ sessionId, text, started, parent }),
+    );
   }
 
   async decide(input: Parameters<Runtime['decide']>[0]): Promise<void> {
@@ -322,6 +343,11 @@ class DefaultRuntime implements Runtime {
       kind: 'stop',
       input: reason === undefined ? {} : { reason },
     });
+  }
+
+  async follow(sessionId: string): Promise<TurnHandle | undefined> {
+    const id = checkSessionId(sessionId, 'follow');
+    return this.#runs.withSession(id, () => this.#runs.follow(id));
   }
 
   async pending(sessionId: string): Promise<PendingDecision[]> {
@@ -380,8 +406,18 @@ class DefaultRuntime implements Runtime {
   }
 
   /** Under the session's lock: starts a run unless the session has an unfinished one. */
-  async #startRun(sessionId: string, text: string, parent: unknown): Promise<TurnHandle> {
-    const { generateId, limits, system } = this.#parts;
+  async #startRun({
+    sessionId,
+    text,
+    started,
+    parent,
+  }: {
+    sessionId: string;
+    text: string;
+    started: ReturnType<typeof runSettings>;
+    parent: unknown;
+  }): Promise<TurnHandle> {
+    const { generateId, system } = this.#parts;
     for (let attempt = 1; ; attempt += 1) {
       const facts = await this.#runs.facts(sessionId);
       const open = unfinishedRun(facts);
@@ -395,7 +431,7 @@ class DefaultRuntime implements Runtime {
             type: 'run.started',
             input: { text },
             runtimeVersion,
-            limits,
+            ...started,
             ...(system === undefined ? {} : { system }),
           },
           parent,
@@ -487,7 +523,8 @@ function busy(sessionId: string, runId: string): SessionBusyError {
   });
 }
 
-function toAdapter(model: RuntimeOptions['model'], now: () => number): ModelAdapter {
+/** The model adapter of `createRuntime`'s `model` option: a `ModelAdapter` as it is, else the AI SDK adapter. */
+export function toAdapter(model: RuntimeOptions['model'], now: () => number): ModelAdapter {
   if (
     typeof model === 'object' &&
     model !== null &&

@@ -1,20 +1,23 @@
 // The smallest useful turnlog agent: one tool, one turn, the answer streamed as it arrives,
 // then the durable log it left. Run: npm start (or npx node examples/quickstart.ts).
-// Offline with a scripted model unless OPENAI_API_KEY or GOOGLE_GENERATIVE_AI_API_KEY is set.
+// Offline with a scripted model unless OPENAI_API_KEY is set.
 // The log goes to .turnlog/ (set TURNLOG_DIR to put it elsewhere).
 import { z } from 'zod';
-import { createRuntime, defineTool, lowdbStore } from '../index.ts';
-import { pickModel } from './pick-model.ts';
+import { createRuntime, defineTool, lowdbStore, scriptedModel } from '../index.ts';
 
 const getWeather = defineTool({
   description: 'The current weather in a city.',
   inputSchema: z.object({ city: z.string() }),
   execute: ({ city }) => `${city}: 18 °C, sunny, light wind`,
 });
-const model = await pickModel([
-  { text: 'Let me check.', toolCalls: [{ name: 'getWeather', input: { city: 'Paris' } }] },
-  { text: ['It is 18 °C and sunny ', 'in Paris: a good day for a walk.'] },
-]);
+// Offline, a scripted model streams what a model would. With OPENAI_API_KEY set (and
+// `npm install @ai-sdk/openai`), a real model answers.
+const model = process.env.OPENAI_API_KEY
+  ? (await import('@ai-sdk/openai')).openai('gpt-4.1-mini')
+  : scriptedModel([
+      { text: 'Let me check.', toolCalls: [{ name: 'getWeather', input: { city: 'Paris' } }] },
+      { text: ['It is 18 °C and sunny ', 'in Paris: a good day for a walk.'] },
+    ]);
 const store = lowdbStore({ dir: process.env.TURNLOG_DIR ?? '.turnlog' });
 const runtime = createRuntime({ model, tools: { getWeather }, store });
 

@@ -34,7 +34,8 @@ export interface SourceShape {
 /**
  * The layers (architecture/README.md): a file may import its own layer and the ones listed for
  * it, nothing above. The first rule whose prefix a path starts with is its layer; the root files
- * that wire everything (runtime.ts, index.ts, errors.ts) are not listed and may import anything.
+ * that wire everything (runtime.ts, index.ts, errors.ts) and the HTTP surfaces (`http/`) are not
+ * listed: they are the top and may import anything; nothing listed may import them.
  */
 export const layers: { layer: string; prefixes: string[]; may: string[] }[] = [
   // The vocabulary: the facts, their projections, and the errors every layer throws.

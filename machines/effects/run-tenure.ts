@@ -54,8 +54,21 @@ export interface RunTenure {
    * `LeaseLostError` when the claim was lost since it was taken.
    */
   token(ids: RunIds): LeaseToken | undefined;
+  /**
+   * A handle of a run nobody drives here was opened (`LiveRuns.follow`): with a worker it follows
+   * the run through the store until `run.ended`; on a store for one process there is nothing to
+   * follow (a parked run is rebuilt here, and feeds the handle then).
+   */
+  follow(ids: RunIds): void;
   /** A driver of the run starts here (its handles have sinks already): its part begins. */
   drive(ids: RunIds, driver: RunDriver): void;
+  /**
+   * Does the requests waiting in the run's inbox on its live driver, now (the live runs call it
+   * under the session's lock, before they drop a parked run): true when there was one. A parked
+   * run with a request pending is taken up, not dropped: dropping it left the request for a next
+   * driver that parked it again before its inbox delivered (issue 26, defect 1).
+   */
+  takeUp(ids: RunIds, driver: RunDriver): Promise<boolean>;
   /**
    * The driver drives the run here no more (`reason`): its part ends. Called once the live runs
    * dropped it; with `parked`, under the session's lock.

@@ -30,7 +30,14 @@ export class SingleProcessTenure implements RunTenure {
     return undefined;
   }
 
+  follow(): void {}
+
   drive(): void {}
+
+  /** A store for one process has no inbox: every request is done by its caller. */
+  async takeUp(): Promise<boolean> {
+    return false;
+  }
 
   async leave(): Promise<void> {}
 

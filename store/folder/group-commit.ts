@@ -11,7 +11,12 @@ import {
   segmentFormat,
 } from './segment-file-adapter.ts';
 import { segmentFileName } from './session-files.ts';
-import { recordOf, type SegmentEntry, writeSessionRecord } from './session-record.ts';
+import {
+  recordOf,
+  type SegmentEntry,
+  type SessionRecord,
+  writeSessionRecord,
+} from './session-record.ts';
 import { type StoreFs, syncFolder } from './store-fs.ts';
 
 /** A session `lowdbStore` knows of: its folder, and its state once loaded. */
@@ -58,7 +63,7 @@ export class GroupCommit {
   readonly #sessionsDir: string;
   readonly #segmentSize: number;
   readonly #publish: (sessionId: string, facts: readonly Fact[]) => void;
-  readonly #forget: (slot: SessionSlot) => void;
+  readonly #forget: (slot: SessionSlot, refusal: StoreWriteError | undefined) => void;
   readonly #dirty = new Set<SessionSlot>();
   readonly #writing = new Set<SessionSlot>();
   readonly #running = new Set<Promise<void>>();
@@ -70,8 +75,11 @@ export class GroupCommit {
     segmentSize: number;
     /** Called with facts once they are durable, in `seq` order. */
     publish: (sessionId: string, facts: readonly Fact[]) => void;
-    /** Called when a write failed: the store must drop the slot and reload it from disk. */
-    forget: (slot: SessionSlot) => void;
+    /**
+     * Called when a write failed: the store must drop the slot and reload it from disk, or, given
+     * an error (the write could not be undone), refuse the session with it until it is reopened.
+     */
+    forget: (slot: SessionSlot, refusal: StoreWriteError | undefined) => void;
   }) {
     this.#fs = options.fs;
     this.#sessionsDir = options.sessionsDir;
@@ -148,9 +156,15 @@ export class GroupCommit {
         const through = Math.min(target, state.durableSeq + (room > 0 ? room : this.#segmentSize));
         const facts = state.log.slice(state.durableSeq + 1, through);
         if (room > 0 && state.tail !== undefined && tail !== undefined) {
-          file = (state.tail.adapter as SegmentFileAdapter).file;
-          state.tail.data.facts.push(...facts);
-          await state.tail.write(); // appends only these facts, then fdatasync
+          const adapter = state.tail.adapter as SegmentFileAdapter;
+          const low = state.tail;
+          file = adapter.file;
+          low.data.facts.push(...facts);
+          // Appends only these facts, then fdatasync; a failure cuts the file back first.
+          await undoable(
+            () => low.write(),
+            () => adapter.undo(),
+          );
           tail.count += facts.length;
         } else {
           file = path.join(slot.folder, segmentFileName(this.#nextIndex(state), 'jsonl'));
@@ -193,40 +207,63 @@ export class GroupCommit {
     const record = recordOf(slot.sessionId, [...state.segments, entry], state.log);
     const data: SegmentFile = { header, facts: [...facts] };
     if (state.onDisk) {
-      const tail = new Low(
-        new SegmentFileAdapter(path.join(slot.folder, name), { fs: this.#fs }),
-        data,
+      const adapter = new SegmentFileAdapter(path.join(slot.folder, name), { fs: this.#fs });
+      const tail = new Low(adapter, data);
+      await undoable(
+        async () => {
+          await tail.write();
+          await syncFolder(this.#fs, slot.folder);
+          await writeSessionRecord(this.#fs, slot.folder, record);
+        },
+        async () => {
+          // The record as it was (its rename may be in the cache only), then no segment file.
+          const before = recordOf(slot.sessionId, state.segments, state.log);
+          await writeSessionRecord(this.#fs, slot.folder, before);
+          await adapter.undo();
+          await syncFolder(this.#fs, slot.folder);
+        },
       );
-      await tail.write();
-      await syncFolder(this.#fs, slot.folder);
-      await writeSessionRecord(this.#fs, slot.folder, record);
       state.tail = tail;
     } else {
-      // A new session appears whole: its folder is renamed into place with its first segment
-      // and its record (whose write fsyncs the staging folder, the segment's entry too).
-      stagingCounter += 1;
-      const staging = path.join(this.#sessionsDir, `.new-${process.pid}-${stagingCounter}`);
-      await this.#fs.mkdir(staging);
-      try {
-        await new Low(
-          new SegmentFileAdapter(path.join(staging, name), { fs: this.#fs }),
-          data,
-        ).write();
-        await writeSessionRecord(this.#fs, staging, record);
-        await this.#fs.rename(staging, slot.folder);
-      } catch (error) {
-        await this.#fs.removeFolder(staging).catch(() => {});
-        throw error;
-      }
-      await syncFolder(this.#fs, this.#sessionsDir);
+      state.tail = new Low(await this.#createSession(slot, name, data, record), data);
       state.onDisk = true;
-      const adapter = new SegmentFileAdapter(path.join(slot.folder, name), {
-        fs: this.#fs,
-        written: facts.length,
-      });
-      state.tail = new Low(adapter, data);
     }
     state.segments.push(entry);
+  }
+
+  /**
+   * A new session appears whole: its folder is renamed into place with its first segment and its
+   * record (whose write fsyncs the staging folder, the segment's entry too), then the sessions
+   * folder is fsynced. A failure removes what was made, the session's folder too.
+   */
+  async #createSession(
+    slot: SessionSlot,
+    name: string,
+    data: SegmentFile,
+    record: SessionRecord,
+  ): Promise<SegmentFileAdapter> {
+    stagingCounter += 1;
+    const staging = path.join(this.#sessionsDir, `.new-${process.pid}-${stagingCounter}`);
+    await this.#fs.mkdir(staging);
+    const adapter = new SegmentFileAdapter(path.join(staging, name), { fs: this.#fs });
+    try {
+      await new Low(adapter, data).write();
+      await writeSessionRecord(this.#fs, staging, record);
+      await this.#fs.rename(staging, slot.folder);
+    } catch (error) {
+      // A staging folder left behind is removed when the store opens next.
+      await this.#fs.removeFolder(staging).catch(() => {});
+      throw error;
+    }
+    await undoable(
+      () => syncFolder(this.#fs, this.#sessionsDir),
+      async () => {
+        // The rename may be in the cache only: the session had no folder before this write.
+        await this.#fs.removeFolder(slot.folder);
+        await syncFolder(this.#fs, this.#sessionsDir);
+      },
+    );
+    return adapter.movedTo(path.join(slot.folder, name));
   }
 
   #markDurable(slot: SessionSlot, state: SessionState, seq: number): void {
@@ -240,17 +277,61 @@ export class GroupCommit {
   }
 
   #fail(slot: SessionSlot, state: SessionState, error: unknown, file: string | undefined): void {
-    // The disk may hold part of the write: drop the slot so the session is reloaded from disk
-    // on next use (a torn line is cut then), and memory never runs ahead of what is stored.
     this.#dirty.delete(slot);
-    this.#forget(slot);
-    const reason = error instanceof Error ? error.message : String(error);
-    const failure = new StoreWriteError({
-      message: `lowdbStore: writing ${file ?? slot.folder} failed (${reason}); the appends waiting on it were not acknowledged and may or may not be stored: read session ${slot.sessionId} and retry with the same fact ids (a repeat is a no-op)`,
-      sessionId: slot.sessionId,
-      file,
-      cause: error,
-    });
+    const where = file ?? slot.folder;
+    let failure: StoreWriteError;
+    if (error instanceof WriteNotUndone) {
+      // What is on disk is unknown and the cache may lie: the session takes no more calls.
+      const reason = `${describe(error.cause)}; undoing it failed too: ${describe(error.undoError)}`;
+      failure = new StoreWriteError({
+        message: `lowdbStore: writing ${where} failed (${reason}); the appends waiting on it were not acknowledged, and session ${slot.sessionId} refuses every call until the store is closed and opened again: check the disk first`,
+        sessionId: slot.sessionId,
+        file,
+        cause: error.cause,
+      });
+      this.#forget(slot, failure);
+    } else {
+      // The write was undone (the disk holds what was synced before it): drop the slot so the
+      // session is reloaded from disk on next use, and memory never runs ahead of the disk.
+      failure = new StoreWriteError({
+        message: `lowdbStore: writing ${where} failed (${describe(error)}); the appends waiting on it were not acknowledged and not stored: retry them (with the same fact ids, a repeat of a stored fact is a no-op)`,
+        sessionId: slot.sessionId,
+        file,
+        cause: error,
+      });
+      this.#forget(slot, undefined);
+    }
     for (const waiter of state.waiters.splice(0)) waiter.reject(failure);
   }
+}
+
+/** A write that failed and whose undo failed too: the disk's state is unknown. */
+class WriteNotUndone extends Error {
+  readonly undoError: unknown;
+
+  constructor(cause: unknown, undoError: unknown) {
+    super('a failed write could not be undone', { cause });
+    this.undoError = undoError;
+  }
+}
+
+/**
+ * Runs `write`; when it fails, runs `undo` (back to the last synced state) and rethrows the
+ * write's error, or a `WriteNotUndone` when the undo failed too.
+ */
+async function undoable(write: () => Promise<void>, undo: () => Promise<void>): Promise<void> {
+  try {
+    await write();
+  } catch (error) {
+    try {
+      await undo();
+    } catch (undoError) {
+      throw new WriteNotUndone(error, undoError);
+    }
+    throw error;
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -56,18 +56,31 @@ export class SegmentFileAdapter implements Adapter<SegmentFile> {
   readonly #fs: StoreFs;
   /** Facts in the file; `undefined` until it was read or created. */
   #written: number | undefined;
+  /** The file's length when it was last read or synced: what `undo` cuts it back to. */
+  #synced = 0;
+  /** What the last `write` changed before it failed, for `undo`. */
+  #failed: 'created' | 'appended' | undefined;
 
   constructor(
     file: string,
     options: {
       fs?: StoreFs;
-      /** Facts already in the file (one this process created elsewhere and moved here). */
-      written?: number;
+      /** What the file holds (one this process created elsewhere and moved here). */
+      written?: { facts: number; bytes: number };
     } = {},
   ) {
     this.file = file;
     this.#fs = options.fs ?? nodeStoreFs;
-    this.#written = options.written;
+    this.#written = options.written?.facts;
+    this.#synced = options.written?.bytes ?? 0;
+  }
+
+  /** The same segment after its file was renamed to `file` (its facts and length known). */
+  movedTo(file: string): SegmentFileAdapter {
+    return new SegmentFileAdapter(file, {
+      fs: this.#fs,
+      written: { facts: this.#written ?? 0, bytes: this.#synced },
+    });
   }
 
   async read(): Promise<SegmentFile | null> {
@@ -81,6 +94,7 @@ export class SegmentFileAdapter implements Adapter<SegmentFile> {
     const parsed = parseSegment(bytes, this.file);
     this.torn = parsed.torn;
     this.#written = parsed.segment?.facts.length;
+    this.#synced = parsed.torn?.keep ?? bytes.length;
     return parsed.segment;
   }
 
@@ -92,8 +106,10 @@ export class SegmentFileAdapter implements Adapter<SegmentFile> {
     );
     const bytes = Buffer.from(lines.join(''), 'utf8');
     const created = this.#written === undefined;
+    this.#failed = undefined;
     // 'wx': a segment is created once; a leftover of the same name is never overwritten.
     const handle = await this.#fs.open(this.file, created ? 'wx' : 'a');
+    this.#failed = created ? 'created' : 'appended';
     try {
       await handle.write(bytes);
       // A new file: its size and blocks too (the folder is synced by the caller).
@@ -102,7 +118,35 @@ export class SegmentFileAdapter implements Adapter<SegmentFile> {
     } finally {
       await handle.close();
     }
+    this.#failed = undefined;
     this.#written = data.facts.length;
+    this.#synced = created ? bytes.length : this.#synced + bytes.length;
+  }
+
+  /**
+   * Undoes the last `write` after it failed. A failed fsync is not a "maybe": the OS may have
+   * dropped the unsynced bytes from its queue while still serving them from its cache, so a
+   * later read (or a later fsync that succeeds) cannot tell whether they are on disk. The file
+   * is therefore cut back to the length last synced and fsynced again — or removed, when the
+   * failed write was creating it (the caller fsyncs the folder). Throws when that fails too.
+   */
+  async undo(): Promise<void> {
+    const failed = this.#failed;
+    if (failed === undefined) return;
+    if (failed === 'created') {
+      await this.#fs.unlink(this.file).catch((error: unknown) => {
+        if (errorCode(error) !== 'ENOENT') throw error;
+      });
+    } else {
+      const handle = await this.#fs.open(this.file, 'r+');
+      try {
+        await handle.truncate(this.#synced);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+    }
+    this.#failed = undefined;
   }
 
   /** Removes the torn last line `read` found, durably (truncate, then fsync). */
@@ -115,6 +159,7 @@ export class SegmentFileAdapter implements Adapter<SegmentFile> {
     } finally {
       await handle.close();
     }
+    this.#synced = this.torn.keep;
     this.torn = undefined;
   }
 }

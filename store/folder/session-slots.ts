@@ -1,6 +1,10 @@
 import path from 'node:path';
-import type { Fact } from '../../events/facts.ts';
-import { StoreCorruptionError, StoreError, type StoreFinding } from '../event-store.ts';
+import {
+  StoreCorruptionError,
+  StoreError,
+  type StoreFinding,
+  type StoreWriteError,
+} from '../event-store.ts';
 import type { GroupCommit, SessionSlot, SessionState } from './group-commit.ts';
 import { loadSession } from './load-session.ts';
 import { sessionFolderName } from './session-files.ts';
@@ -18,26 +22,23 @@ export class SessionSlots {
   readonly #sessionsDir: string;
   readonly #maxCached: number;
   readonly #commit: () => GroupCommit;
-  readonly #publish: (sessionId: string, facts: readonly Fact[]) => void;
   readonly #onFinding: (finding: StoreFinding) => void;
   /** In use order: the least recently used first. */
   readonly #slots = new Map<string, SessionSlot>();
-  /** Sessions dropped after a failed write: the last seq their subscribers were given. */
-  readonly #publishedThrough = new Map<string, number>();
+  /** Sessions whose failed write could not be undone: refused until the store is reopened. */
+  readonly #refused = new Map<string, StoreWriteError>();
 
   constructor(options: {
     fs: StoreFs;
     sessionsDir: string;
     maxCached: number;
     commit: () => GroupCommit;
-    publish: (sessionId: string, facts: readonly Fact[]) => void;
     onFinding: (finding: StoreFinding) => void;
   }) {
     this.#fs = options.fs;
     this.#sessionsDir = options.sessionsDir;
     this.#maxCached = options.maxCached;
     this.#commit = options.commit;
-    this.#publish = options.publish;
     this.#onFinding = options.onFinding;
   }
 
@@ -54,6 +55,8 @@ export class SessionSlots {
     sessionId: string,
     work: (slot: SessionSlot, state: SessionState) => Promise<TResult>,
   ): Promise<TResult> {
+    const refusal = this.#refused.get(sessionId);
+    if (refusal !== undefined) return Promise.reject(refusal);
     const slot = this.#slot(sessionId);
     slot.busy += 1;
     const promise = new Promise<TResult>((resolve, reject) => {
@@ -75,11 +78,22 @@ export class SessionSlots {
     return promise;
   }
 
-  /** Drops a slot (after a failed write): the session is reloaded from disk on next use. */
-  forget(slot: SessionSlot): void {
-    if (slot.loaded !== undefined) {
-      this.#publishedThrough.set(slot.sessionId, slot.loaded.durableSeq);
-    }
+  /**
+   * Drops a slot after a failed write: the session is reloaded from disk on next use, or, with a
+   * `refusal` (the write could not be undone), every later call on it rejects with that error.
+   */
+  forget(slot: SessionSlot, refusal: StoreWriteError | undefined): void {
+    // A failed write was undone before this (group-commit.ts): the disk holds exactly the facts
+    // through durableSeq, so a reload finds nothing its subscribers were not given.
+    if (refusal !== undefined) this.#refused.set(slot.sessionId, refusal);
+    this.drop(slot);
+  }
+
+  /**
+   * Drops a slot whose session was replaced or removed on disk as a whole (an import, a purge):
+   * the session is read from disk again on next use, and its subscribers were told already.
+   */
+  drop(slot: SessionSlot): void {
     if (this.#slots.get(slot.sessionId) === slot) this.#slots.delete(slot.sessionId);
     this.#commit().discard(slot);
   }
@@ -99,8 +113,6 @@ export class SessionSlots {
     loadSession({ fs: this.#fs, folder, sessionId }).then(
       (loaded) => {
         for (const finding of loaded.findings) this.#onFinding(finding);
-        const published = this.#publishedThrough.get(sessionId);
-        this.#publishedThrough.delete(sessionId);
         slot.loaded = {
           log: loaded.log,
           onDisk: loaded.onDisk,
@@ -110,15 +122,10 @@ export class SessionSlots {
           durableOpenRuns: loaded.openRuns,
           waiters: [],
         };
-        // A failed write may have reached the disk: what it stored is durable now, so subscribers
-        // get it (once each) before anything appended from here on.
-        if (published !== undefined) {
-          this.#publish(sessionId, loaded.log.slice(published + 1, loaded.log.lastSeq));
-        }
         for (const item of slot.queued.splice(0)) item.run(slot.loaded);
       },
       (cause: unknown) => {
-        const error = unreadable(cause, folder);
+        const error = unreadable(cause, folder, sessionId);
         this.#onFinding(findingOf(error, sessionId, folder));
         // Only this session fails; the next call tries to load it again.
         if (this.#slots.get(sessionId) === slot) this.#slots.delete(sessionId);
@@ -148,9 +155,10 @@ export class SessionSlots {
 
 /**
  * What a session that cannot be read becomes: its `StoreCorruptionError` as it is; a system
- * error (a permission, an I/O error) as a `StoreError` naming the path; anything else unchanged.
+ * error (a permission, an I/O error, a folder where a file should be) as a `StoreError` naming
+ * the path, and the session when it is one session's file; anything else unchanged.
  */
-export function unreadable(error: unknown, folder: string): unknown {
+export function unreadable(error: unknown, folder: string, sessionId?: string): unknown {
   const code = errorCode(error);
   if (StoreCorruptionError.isInstance(error) || code === undefined) return error;
   const where = (error as { path?: unknown }).path;
@@ -160,6 +168,7 @@ export function unreadable(error: unknown, folder: string): unknown {
     message: `lowdbStore: cannot read ${file} (${reason}); check that this process may read and write ${folder} and what it holds`,
     path: file,
     code,
+    sessionId,
     cause: error,
   });
 }

@@ -36,7 +36,7 @@ describe('README.md', () => {
   );
 
   it('starts with the set-up commands the CI runs', () => {
-    const setUp = readme.slice(readme.indexOf('## Set up'), readme.indexOf('## Quickstart'));
+    const setUp = readme.slice(readme.indexOf('## Install'), readme.indexOf('## Quickstart'));
     expect(setUp).toContain('npm install\nnpm start');
     expect(setUp).toContain('npm test ');
     const ci = readFileSync(path.join(repoRoot, '.ci', 'run'), 'utf8');

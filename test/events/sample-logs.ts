@@ -15,6 +15,7 @@ export const sampleLogNames = [
   'workers',
   'traced',
   'reconciled',
+  'settings',
 ] as const;
 
 export type SampleLogName = (typeof sampleLogNames)[number];

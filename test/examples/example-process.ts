@@ -126,16 +126,19 @@ export function runExample(
 }
 
 /**
- * The output documented for `name` in README.md: the ```text block right after its
- * `<!-- output: name -->` marker.
+ * The output documented for `name` in README.md or docs/examples.md: the ```text block right
+ * after its `<!-- output: name -->` marker.
  */
 export function documentedOutput(name: string): string {
-  const doc = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
   const marker = `<!-- output: ${name} -->\n\`\`\`text\n`;
-  const start = doc.indexOf(marker);
-  if (start === -1) throw new Error(`README.md has no output block for ${name}`);
-  const from = start + marker.length;
-  return doc.slice(from, doc.indexOf('\n```', from) + 1);
+  for (const file of ['README.md', 'docs/examples.md']) {
+    const doc = readFileSync(path.join(repoRoot, file), 'utf8');
+    const start = doc.indexOf(marker);
+    if (start === -1) continue;
+    const from = start + marker.length;
+    return doc.slice(from, doc.indexOf('\n```', from) + 1);
+  }
+  throw new Error(`neither README.md nor docs/examples.md has an output block for ${name}`);
 }
 
 /** Blanks what may differ between two runs: timings, session ids, the inspector's event count. */

@@ -45,7 +45,17 @@ export class RunFollowers {
   /** The run's handles (if it has any) follow it through the store until `run.ended`. */
   follow(ids: RunIds): void {
     const sinks = this.#runs().handles.sinksOf(ids.runId);
-    if (sinks === undefined || this.#followed.has(ids.runId)) return;
+    if (sinks === undefined) return;
+    const following = this.#followed.get(ids.runId);
+    if (following !== undefined) {
+      // A handle opened since (runtime.follow()) catches up from the log: facts it has not seen
+      // may have reached the other handles before it was added.
+      this.#store.read(ids.sessionId, { fromSeq: sinks.seenUpTo + 1 }).then(
+        (read) => this.#catchUp(following, read),
+        (error) => this.#onError(error),
+      );
+      return;
+    }
     const followed = new FollowedRun(ids, sinks);
     this.#followed.set(ids.runId, followed);
     followed.unsubscribe = this.#store.subscribe(ids.sessionId, (fact) =>
@@ -93,7 +103,10 @@ export class RunFollowers {
   #catchUp(followed: FollowedRun, read: readonly Fact[]): void {
     const later = followed.waiting ?? [];
     followed.waiting = undefined;
-    for (const fact of [...read, ...later]) this.#take(followed, fact);
+    // In seq order: a later handle's catch-up may read from before what waited (each handle
+    // takes each fact once, in order, and skips what it saw).
+    const facts = [...read, ...later].sort((left, right) => left.seq - right.seq);
+    for (const fact of facts) this.#take(followed, fact);
   }
 
   async #ended({ ids, sinks }: FollowedRun): Promise<void> {

@@ -124,9 +124,17 @@ export class WorkerTenure implements RunTenure {
     return { workerId: this.id, leaseEpoch: lease.epoch };
   }
 
+  follow(ids: RunIds): void {
+    this.#followers.follow(ids);
+  }
+
   drive(ids: RunIds, driver: RunDriver): void {
     this.#followers.drivenHere(ids, driver.facts());
     this.#inbox.take(ids, driver);
+  }
+
+  takeUp(ids: RunIds, driver: RunDriver): Promise<boolean> {
+    return this.#inbox.takeUp(ids, driver);
   }
 
   async leave(ids: RunIds, driver: RunDriver, reason: LeaveReason): Promise<void> {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Fact } from '../../../events/facts.ts';
@@ -261,7 +261,9 @@ describe('lowdbStore write failures', () => {
       .catch((caught: unknown) => caught);
     expect(StoreWriteError.isInstance(error)).toBe(true);
     expect(error).toMatchObject({ sessionId: 'session_a' });
-    expect((error as Error).message).toMatch(/disk full.*retry with the same fact ids/);
+    expect((error as Error).message).toMatch(
+      /disk full.*not stored: retry them \(with the same fact ids/,
+    );
     expect(await store.read('session_a')).toEqual([]);
     fail = false;
     const retry = await store.append('session_a', [a.runStarted('f1', 'run_1')], {
@@ -270,11 +272,13 @@ describe('lowdbStore write failures', () => {
     expect(retry.appended.map((fact) => fact.seq)).toEqual([1]);
   });
 
-  it('reloads from disk after an ambiguous failure, so a retry of a stored fact is a no-op', async () => {
+  it('undoes a write whose sync failed, so the retry writes and syncs the facts again', async () => {
     let failure: 'after' | undefined;
     const observed = observedFs({ failWrite: () => failure });
     const store = open({ fs: observed.fs });
     await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+    const tail = path.join('sessions', 'session_a', '000000.jsonl');
+    const synced = statSync(path.join(fixture.dir, tail)).size;
     failure = 'after';
     const pending = [
       store.append('session_a', [a.steering('f2', 'run_1')]),
@@ -282,16 +286,22 @@ describe('lowdbStore write failures', () => {
     ];
     const outcomes = await Promise.allSettled(pending);
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
+    // The bytes were written, but nothing of a failed write counts: cut back to the synced length.
+    expect(observed.ops.slice(-2)).toEqual([`truncate ${tail} ${synced}`, `sync ${tail}`]);
     failure = undefined;
     const retry = await store.append('session_a', [
       a.steering('f2', 'run_1'),
       a.steering('f3', 'run_1'),
     ]);
-    expect(retry).toEqual({ appended: [], lastSeq: 3 });
+    expect(retry.appended.map((fact) => `${fact.id}@${fact.seq}`)).toEqual(['f2@2', 'f3@3']);
+    expect(observed.ops.slice(-2)).toEqual([
+      expect.stringMatching(`^write ${tail} `),
+      `datasync ${tail}`,
+    ]);
     expect((await store.read('session_a')).map((fact) => fact.id)).toEqual(['f1', 'f2', 'f3']);
   });
 
-  it('delivers the facts an ambiguous failed write did store once the session reloads, once each', async () => {
+  it('delivers the facts of a failed write once, when the retry stores them', async () => {
     let failure: 'after' | undefined;
     const observed = observedFs({ failWrite: () => failure });
     const store = open({ fs: observed.fs });
@@ -304,8 +314,8 @@ describe('lowdbStore write failures', () => {
     );
     expect(seen).toEqual(['f1@1']);
     failure = undefined;
-    expect(await store.append('session_a', [a.steering('f2', 'run_1')])).toEqual({
-      appended: [],
+    expect(await store.append('session_a', [a.steering('f2', 'run_1')])).toMatchObject({
+      appended: [{ id: 'f2', seq: 2 }],
       lastSeq: 2,
     });
     await store.append('session_a', [a.steering('f3', 'run_1')]);

@@ -75,6 +75,17 @@ export function powerCut(image: DiskImage, ops: readonly DiskOp[], choice: Power
         }
         break;
       }
+      case 'sync-failed': {
+        // Linux after a failed writeback of a file's data: some of it may have reached the disk,
+        // the rest is dropped for good (a later fsync succeeds without writing it). A folder's
+        // entries are journaled metadata: they stay pending, for the next commit or the cut.
+        const node = nodes.get(op.node);
+        if (node?.kind === 'file') {
+          node.durable = cutFile(node, choice);
+          node.pending = [];
+        }
+        break;
+      }
       default:
         op satisfies never;
     }
@@ -91,15 +102,7 @@ export function powerCut(image: DiskImage, ops: readonly DiskOp[], choice: Power
       after.set(id, entries);
       continue;
     }
-    const kept = Math.floor(choice.random() * (node.pending.length + 1));
-    let content = applyFile(node.durable, node.pending.slice(0, kept));
-    const next = node.pending[kept];
-    if (next?.op === 'write' && next.data.length > 1) {
-      // Torn inside the write that was under way.
-      const bytes = Math.floor(choice.random() * next.data.length);
-      content = applyFile(content, [{ ...next, data: next.data.subarray(0, bytes) }]);
-    }
-    after.set(id, content);
+    after.set(id, cutFile(node, choice));
   }
   return {
     /** Writes the surviving tree under `dir` (which must not exist). */
@@ -116,6 +119,19 @@ export function powerCut(image: DiskImage, ops: readonly DiskOp[], choice: Power
       write(0, dir);
     },
   };
+}
+
+/** A file's content after a cut: its durable bytes and a prefix of its unsynced changes. */
+function cutFile(node: DiskFile, choice: PowerCutChoice): Buffer {
+  const kept = Math.floor(choice.random() * (node.pending.length + 1));
+  let content = applyFile(node.durable, node.pending.slice(0, kept));
+  const next = node.pending[kept];
+  if (next?.op === 'write' && next.data.length > 1) {
+    // Torn inside the write that was under way.
+    const bytes = Math.floor(choice.random() * next.data.length);
+    content = applyFile(content, [{ ...next, data: next.data.subarray(0, bytes) }]);
+  }
+  return content;
 }
 
 function dirOf(nodes: Map<number, DiskFile | DiskDir>, id: number): DiskDir {

@@ -13,7 +13,9 @@ export type DiskOp =
   | { op: 'unlink'; dir: number; name: string; node: number }
   | { op: 'write'; node: number; offset: number; data: Buffer }
   | { op: 'truncate'; node: number; length: number }
-  | { op: 'sync'; node: number };
+  | { op: 'sync'; node: number }
+  /** An fsync that failed (EIO): what it was to make durable is resolved now, the rest lost. */
+  | { op: 'sync-failed'; node: number };
 
 /** The tree a recording starts from: everything in it is durable. */
 export interface DiskImage {
@@ -30,13 +32,52 @@ interface LiveNode {
   entries: Map<string, number>;
 }
 
+/** Which syncs fail: called before each, with its number (1, 2, …) and the file or folder. */
+export type FailSync = (sync: { count: number; file: string }) => boolean;
+
 /**
  * A `StoreFs` over Node's that records every write, sync, create, rename, truncate and removal
  * under `root` as `DiskOp`s, with the real effect applied as it goes. `image` is the tree found
  * under `root` when the recording started; `ops` grows with each operation, so `ops.length` taken
- * when an append resolves is the point after which it was acknowledged.
+ * when an append resolves is the point after which it was acknowledged. A sync `failSync` picks
+ * rejects with EIO (recorded as `sync-failed`) while the written bytes stay readable, as the
+ * page cache keeps them on Linux after a failed writeback; as on Linux since 4.13, every other
+ * handle open on that file or folder then reports the failure on its next sync, once.
  */
-export function recordingFs(root: string) {
+export function recordingFs(root: string, options: { failSync?: FailSync } = {}) {
+  let syncs = 0;
+  /** Per node, the failed syncs so far (Linux's errseq_t): each open handle reports each once. */
+  const failures = new Map<number, number>();
+  const eio = (file: string) =>
+    Object.assign(new Error(`EIO: i/o error, fsync '${file}'`), {
+      code: 'EIO',
+      errno: -5,
+      syscall: 'fsync',
+      path: file,
+    });
+  /** Syncs `node` through one handle (`seen`: the failures it reported), or fails it. */
+  const syncOf = async (
+    node: number,
+    file: string,
+    seen: { failures: number },
+    sync: () => Promise<void>,
+  ) => {
+    syncs += 1;
+    if (options.failSync?.({ count: syncs, file }) === true) {
+      failures.set(node, (failures.get(node) ?? 0) + 1);
+      seen.failures = failures.get(node) ?? 0;
+      ops.push({ op: 'sync-failed', node });
+      throw eio(file);
+    }
+    await sync();
+    ops.push({ op: 'sync', node });
+    // A handle open when another one's sync failed reports that failure too, once.
+    const failed = failures.get(node) ?? 0;
+    if (failed > seen.failures) {
+      seen.failures = failed;
+      throw eio(file);
+    }
+  };
   const live = new Map<number, LiveNode>();
   const image: DiskImage = { nodes: new Map() };
   let nextNode = 0;
@@ -144,6 +185,7 @@ export function recordingFs(root: string) {
         ops.push({ op: 'truncate', node, length: 0 });
       }
       let position = flags === 'a' ? state.size : 0;
+      const seen = { failures: failures.get(node) ?? 0 };
       const recorded: StoreFileHandle = {
         write: async (data) => {
           await handle.write(data);
@@ -151,14 +193,8 @@ export function recordingFs(root: string) {
           position += data.length;
           state.size = Math.max(state.size, position);
         },
-        datasync: async () => {
-          await handle.datasync();
-          ops.push({ op: 'sync', node });
-        },
-        sync: async () => {
-          await handle.sync();
-          ops.push({ op: 'sync', node });
-        },
+        datasync: () => syncOf(node, file, seen, () => handle.datasync()),
+        sync: () => syncOf(node, file, seen, () => handle.sync()),
         truncate: async (length) => {
           await handle.truncate(length);
           state.size = length;

@@ -1,0 +1,251 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { scriptedModel } from '../../adapters/scripted-model.ts';
+import type { TurnlogUIMessage } from '../../adapters/ui/ui-message-types.ts';
+import { chatHandler } from '../../http/chat-handler.ts';
+import type { Runtime } from '../../runtime.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
+import { asSent, readResponseLikeUseChat } from '../adapters/ui/ui-stream-reader.ts';
+import { addTool, testRuntime } from '../runtime/runtime-helpers.ts';
+
+const base = 'http://127.0.0.1:3000';
+const user = (text: string): TurnlogUIMessage => ({
+  id: `user-${text.length}`,
+  role: 'user',
+  parts: [{ type: 'text', text }],
+});
+
+/** The body useChat's DefaultChatTransport posts. */
+const post = (body: Record<string, unknown>, path = '/api/chat') =>
+  new Request(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ trigger: 'submit-message', messageId: undefined, ...body }),
+  });
+const get = (path: string) => new Request(`${base}${path}`);
+const stop = (chatId: string) =>
+  new Request(`${base}/api/chat/${chatId}/stop`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+  });
+/** The client is on loopback, as `toWebRequest` would record it: the trust layer's default lets it in. */
+const onLoopback = { clientAddress: () => '127.0.0.1' };
+
+/** The assistant message with each pending approval answered, as useChat sends it back. */
+function answered(message: TurnlogUIMessage, approved: boolean): TurnlogUIMessage {
+  return asSent({
+    ...message,
+    parts: message.parts.map((part) =>
+      'approval' in part && part.state === 'approval-requested'
+        ? { ...part, state: 'approval-responded', approval: { ...part.approval, approved } }
+        : part,
+    ),
+  }) as TurnlogUIMessage;
+}
+
+const toolPart = (message: TurnlogUIMessage | undefined) =>
+  message?.parts.find((part) => part.type === 'tool-add') as Record<string, unknown> | undefined;
+
+let runtime: Runtime | undefined;
+afterEach(async () => {
+  await runtime?.close();
+  runtime = undefined;
+});
+
+/** A runtime whose model asks for add(2, 3), then answers. */
+function addRuntime(permission: 'allow' | 'ask') {
+  const add = addTool(permission);
+  runtime = testRuntime(memoryStore(), {
+    model: scriptedModel([
+      { text: 'Adding.', toolCalls: [{ name: 'add', input: { a: 2, b: 3 } }] },
+      { text: 'It is 5.' },
+    ]),
+    tools: { add: add.tool },
+  });
+  return { runtime, executions: add.executions };
+}
+
+describe('chatHandler', () => {
+  it('streams a run for a user message, and serves the session from the log for a page load', async () => {
+    const { runtime, executions } = addRuntime('allow');
+    const handler = chatHandler(runtime, onLoopback);
+    const response = await handler(post({ id: 'c1', messages: [user('What is 2 + 3?')] }));
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
+    const { message } = await readResponseLikeUseChat(response);
+    expect(message?.metadata).toMatchObject({ status: 'completed', sessionId: 'c1' });
+    expect(toolPart(message)).toMatchObject({ state: 'output-available', output: 5 });
+    expect(executions).toEqual([{ a: 2, b: 3 }]);
+
+    const page = await handler(get('/api/chat/c1/messages'));
+    expect(page.status).toBe(200);
+    const messages = (await page.json()) as TurnlogUIMessage[];
+    expect(messages.map((each) => each.role)).toEqual(['user', 'assistant']);
+    expect(messages[1]).toEqual(asSent(message));
+    // Nothing unfinished: resumeStream() gets 204.
+    expect((await handler(get('/api/chat/c1/stream'))).status).toBe(204);
+  });
+
+  it('asks, resumes from the log, records an approval and continues the same message', async () => {
+    const { runtime, executions } = addRuntime('ask');
+    const handler = chatHandler(runtime, onLoopback);
+    const first = await handler(post({ id: 'c2', messages: [user('Add 2 and 3')] }));
+    const parked = (await readResponseLikeUseChat(first)).message as TurnlogUIMessage;
+    expect(parked.metadata).toMatchObject({ status: 'awaiting' });
+    expect(toolPart(parked)).toMatchObject({ state: 'approval-requested' });
+
+    // A page that reconnects (resumeStream) gets the run rebuilt from the log, to where it waits.
+    const resumed = await readResponseLikeUseChat(await handler(get('/api/chat/c2/stream')));
+    expect(resumed.message).toEqual(parked);
+
+    const answer = await handler(
+      post({ id: 'c2', messages: [user('Add 2 and 3'), answered(parked, true)] }),
+    );
+    expect(answer.status).toBe(200);
+    const done = (await readResponseLikeUseChat(answer, answered(parked, true))).message;
+    expect(done?.id).toBe(parked.id);
+    expect(done?.metadata).toMatchObject({ status: 'completed' });
+    expect(toolPart(done)).toMatchObject({ state: 'output-available', output: 5 });
+    expect(executions).toEqual([{ a: 2, b: 3 }]);
+  });
+
+  it('records a denial: the tool never runs and the part ends output-denied', async () => {
+    const { runtime, executions } = addRuntime('ask');
+    const handler = chatHandler(runtime, onLoopback);
+    const parked = (
+      await readResponseLikeUseChat(await handler(post({ id: 'c3', messages: [user('Add')] })))
+    ).message as TurnlogUIMessage;
+    const answer = await handler(
+      post({ id: 'c3', messages: [user('Add'), answered(parked, false)] }),
+    );
+    const done = (await readResponseLikeUseChat(answer, answered(parked, false))).message;
+    expect(toolPart(done)).toMatchObject({ state: 'output-denied' });
+    expect(executions).toEqual([]);
+  });
+
+  it('refuses a message while a decision is pending with a 409 JSON error, recording nothing', async () => {
+    const { runtime } = addRuntime('ask');
+    const handler = chatHandler(runtime, onLoopback);
+    await readResponseLikeUseChat(await handler(post({ id: 'c4', messages: [user('Add')] })));
+    const before = (await runtime.facts('c4')).length;
+    const refused = await handler(post({ id: 'c4', messages: [user('Add'), user('Hurry up')] }));
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toEqual({
+      error: 'SessionBusyError',
+      message: expect.stringContaining('This message was not sent'),
+    });
+    expect(await runtime.facts('c4')).toHaveLength(before);
+  });
+
+  it('stops a parked run: it ends aborted, and nothing is left to resume', async () => {
+    const { runtime, executions } = addRuntime('ask');
+    const handler = chatHandler(runtime, onLoopback);
+    await readResponseLikeUseChat(await handler(post({ id: 'c5', messages: [user('Add')] })));
+    const stopped = await handler(stop('c5'));
+    expect(stopped.status).toBe(200);
+    expect(await stopped.json()).toEqual({ stopped: true });
+    const facts = await runtime.facts('c5');
+    expect(facts.at(-1)).toMatchObject({ type: 'run.ended', status: 'aborted' });
+    expect(executions).toEqual([]);
+    expect((await handler(get('/api/chat/c5/stream'))).status).toBe(204);
+    const again = await handler(stop('c5'));
+    expect(again.status).toBe(404);
+    expect((await again.json()).error).toBe('NoActiveRunError');
+  });
+
+  it('answers the long poll once the waiting run moves, and 204 without a run', async () => {
+    const { runtime } = addRuntime('ask');
+    const handler = chatHandler(runtime, onLoopback);
+    expect((await handler(get('/api/chat/c6/moved?after=0'))).status).toBe(204);
+    const parked = (
+      await readResponseLikeUseChat(await handler(post({ id: 'c6', messages: [user('Add')] })))
+    ).message as TurnlogUIMessage;
+    const seq = parked.metadata?.seq as number;
+    const moved = await handler(get(`/api/chat/c6/moved?after=${seq}`));
+    const [pending] = await runtime.pending('c6');
+    await runtime.decide({ sessionId: 'c6', callId: pending?.callId as string, decision: 'allow' });
+    expect(await moved.json()).toEqual({ seq: seq + 1 });
+    expect((await handler(get('/api/chat/c6/moved?after=x'))).status).toBe(400);
+  });
+
+  it('maps chat ids to sessions, asks authorize first, and answers routes it does not have', async () => {
+    const { runtime } = addRuntime('allow');
+    const asked: string[] = [];
+    const handler = chatHandler(runtime, {
+      basePath: '/chat/',
+      sessionId: (chatId, request) => `${request.headers.get('x-user')}:${chatId}`,
+      authorize: (request, action) => {
+        asked.push(`${action.name} ${action.kind} ${action.sessionId}`);
+        return request.headers.get('x-user') === 'ana';
+      },
+    });
+    const asAna = post({ id: 'c7', messages: [user('Add')] }, '/chat');
+    asAna.headers.set('x-user', 'ana');
+    await readResponseLikeUseChat(await handler(asAna));
+    expect((await runtime.facts('ana:c7')).at(-1)).toMatchObject({ type: 'run.ended' });
+
+    const asBob = get('/chat/c7/messages');
+    asBob.headers.set('x-user', 'bob');
+    const refused = await handler(asBob);
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ error: 'HttpRefusedError', reason: 'forbidden' });
+    expect(asked).toEqual(['chat.post act undefined', 'chat.messages read bob:c7']);
+
+    expect((await handler(get('/chat/c7/elsewhere'))).status).toBe(404);
+    expect((await handler(get('/api/chat'))).status).toBe(404);
+    const wrongMethod = await handler(get('/chat'));
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get('allow')).toBe('POST');
+  });
+
+  it('refuses a body that is not what useChat sends, and one over maxBodyBytes', async () => {
+    const { runtime } = addRuntime('allow');
+    const handler = chatHandler(runtime, { ...onLoopback, maxBodyBytes: 1024 });
+    const notJson = await handler(
+      new Request(`${base}/api/chat`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{',
+      }),
+    );
+    expect(notJson.status).toBe(400);
+    const noId = await handler(post({ messages: [user('Add')] }));
+    expect(noId.status).toBe(400);
+    expect(await noId.json()).toMatchObject({ error: 'HttpRefusedError', reason: 'bad-request' });
+    const badMessages = await handler(post({ id: 'c8', messages: [{ role: 'user' }] }));
+    expect(badMessages.status).toBe(400);
+    const noAnswer = await handler(
+      post({
+        id: 'c8',
+        messages: [{ id: 'a', role: 'assistant', parts: [{ type: 'text', text: 'hi' }] }],
+      }),
+    );
+    expect(await noAnswer.json()).toMatchObject({
+      reason: 'bad-request',
+      message: expect.stringContaining('answers no approval'),
+    });
+    const large = await handler(post({ id: 'c8', messages: [user('x'.repeat(2000))] }));
+    expect(large.status).toBe(413);
+    expect(await runtime.facts('c8')).toEqual([]);
+  });
+
+  it('passes every request through the trust layer first: a foreign page or client acts on nothing', async () => {
+    const { runtime } = addRuntime('allow');
+    const fromElsewhere = post({ id: 'c9', messages: [user('Add')] });
+    fromElsewhere.headers.set('origin', 'https://evil.example');
+    const crossSite = await chatHandler(runtime, onLoopback)(fromElsewhere);
+    expect(crossSite.status).toBe(403);
+    expect((await crossSite.json()).reason).toBe('cross-origin');
+    const form = new Request(`${base}/api/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: JSON.stringify({ id: 'c9', messages: [user('Add')] }),
+    });
+    expect((await chatHandler(runtime, onLoopback)(form)).status).toBe(415);
+    // No client address recorded (not behind toWebRequest), no token, no authorize: refused.
+    const unknownClient = await chatHandler(runtime)(post({ id: 'c9', messages: [user('Add')] }));
+    expect(unknownClient.status).toBe(403);
+    const rebound = new Request('http://rebind.attacker.example/api/chat/c9/messages');
+    expect((await chatHandler(runtime, onLoopback)(rebound)).status).toBe(403);
+    expect(await runtime.facts('c9')).toEqual([]);
+  });
+});
