@@ -181,6 +181,27 @@ export type {
   TelemetryTracer,
 } from './observability/telemetry-options.ts';
 export {
+  type BlockedRun,
+  checkDeploy,
+  type DeployBlocker,
+  type DeployCheckOptions,
+  type DeployCheckReport,
+} from './operations/deploy-check.ts';
+export {
+  type CallTrace,
+  type ReplayDifference,
+  type ReplayedRun,
+  type ReplayReport,
+  type ReplaySessionOptions,
+  type RunTrace,
+  replaySession,
+} from './operations/replay-session.ts';
+export {
+  type SessionOverview,
+  type SessionStatus,
+  sessionOverview,
+} from './operations/session-overview.ts';
+export {
   createRuntime,
   defaultLimits,
   type ModelSettings,
