@@ -11,6 +11,15 @@ import type { StoreFs } from './store-fs.ts';
 
 const utf8 = new TextDecoder();
 
+/** What `readTail` reads of a session. */
+export interface SessionTail {
+  sessionId: string;
+  openRuns: OpenRun[];
+  /** The last complete fact's `seq`, and that fact (retention reads when its last run ended). */
+  lastSeq: number;
+  lastFact: Fact | undefined;
+}
+
 /**
  * The open runs of a session read from its record and its tail segment — the header's summary
  * plus the `run.started`/`run.ended` facts of the tail — without parsing the whole session; plus
@@ -26,7 +35,7 @@ export async function readTail(options: {
   folder: string;
   /** The id the folder name stands for (`undefined` for a hashed name). */
   sessionId: string | undefined;
-}): Promise<{ sessionId: string; openRuns: OpenRun[] } | undefined> {
+}): Promise<SessionTail | undefined> {
   const { fs, folder } = options;
   const listing = await listSessionFolder(fs, folder, { removeTemps: false });
   if (listing === undefined) return undefined;
@@ -62,7 +71,7 @@ export async function readTail(options: {
       checkSummary(openRuns, logged, () =>
         legacyCorruption(file, 'its openRuns summary does not match the facts of the session'),
       );
-      return { sessionId, openRuns };
+      return { sessionId, openRuns, lastSeq: firstSeq + facts.length - 1, lastFact: facts.at(-1) };
     }
     const data = await new SegmentFileAdapter(file, { fs }).read();
     if (data === null || data.facts.length === 0) {
@@ -107,7 +116,8 @@ export async function readTail(options: {
     checkSummary(summary, logged, () =>
       corruptLine(file, 1, 'its openRuns summary does not match the facts before it'),
     );
-    return { sessionId, openRuns: [...open.values()] };
+    const lastSeq = header.firstSeq + facts.length - 1;
+    return { sessionId, openRuns: [...open.values()], lastSeq, lastFact: facts.at(-1) };
   }
   return undefined;
 }
