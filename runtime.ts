@@ -523,7 +523,8 @@ function busy(sessionId: string, runId: string): SessionBusyError {
   });
 }
 
-function toAdapter(model: RuntimeOptions['model'], now: () => number): ModelAdapter {
+/** The model adapter of `createRuntime`'s `model` option: a `ModelAdapter` as it is, else the AI SDK adapter. */
+export function toAdapter(model: RuntimeOptions['model'], now: () => number): ModelAdapter {
   if (
     typeof model === 'object' &&
     model !== null &&
