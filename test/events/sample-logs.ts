@@ -14,6 +14,7 @@ export const sampleLogNames = [
   'stop',
   'workers',
   'traced',
+  'chat',
 ] as const;
 
 export type SampleLogName = (typeof sampleLogNames)[number];
