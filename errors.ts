@@ -32,7 +32,7 @@ export {
   StoreLockedError,
   StoreWriteError,
 } from './store/event-store.ts';
-export { StoreOpenError } from './store/postgres/postgres-errors.ts';
+export { StoreOpenError, StoreUnavailableError } from './store/postgres/postgres-errors.ts';
 export { LeaseLostError, RunLeasedError } from './store/run-leases.ts';
 
 // Tools: definitions, permissions and decisions, MCP (tools/).

@@ -62,6 +62,7 @@ export {
   StoreInputError,
   StoreLockedError,
   StoreOpenError,
+  StoreUnavailableError,
   StoreWriteError,
   ToolDefinitionError,
   ToolSchemaConversionError,
@@ -87,6 +88,7 @@ export type {
   RecordedFingerprint,
   RequestCapture,
   RunLimits,
+  RunSettings,
   RunStatus,
   ToolCallProof,
   ToolCallRecord,
@@ -179,8 +181,30 @@ export type {
   TelemetryTracer,
 } from './observability/telemetry-options.ts';
 export {
+  type BlockedRun,
+  checkDeploy,
+  type DeployBlocker,
+  type DeployCheckOptions,
+  type DeployCheckReport,
+} from './operations/deploy-check.ts';
+export {
+  type CallTrace,
+  type ReplayDifference,
+  type ReplayedRun,
+  type ReplayReport,
+  type ReplaySessionOptions,
+  type RunTrace,
+  replaySession,
+} from './operations/replay-session.ts';
+export {
+  type SessionOverview,
+  type SessionStatus,
+  sessionOverview,
+} from './operations/session-overview.ts';
+export {
   createRuntime,
   defaultLimits,
+  type ModelSettings,
   type RecoveredRun,
   type Runtime,
   type RuntimeOptions,

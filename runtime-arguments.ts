@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import type { RunLimits } from './events/facts.ts';
+import type { JsonValue } from './events/json.ts';
 import { InvalidArgumentError } from './runtime-errors.ts';
+import { copyPlainJson } from './store/plain-json.ts';
 
 /**
  * The runtime's public arguments, checked at the boundary: every field's type and range, and
@@ -69,6 +71,35 @@ const eventStoreMethods = [
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null;
 
+const finite = z.number({ error: 'must be a finite number' }).finite({
+  error: 'must be a finite number',
+});
+
+/** `settings` of `createRuntime` and `send` (`ModelSettings`); a field may be left undefined. */
+const settingsSchema = z.strictObject({
+  temperature: finite.optional(),
+  topP: finite.optional(),
+  topK: finite.optional(),
+  presencePenalty: finite.optional(),
+  frequencyPenalty: finite.optional(),
+  seed: z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }).optional(),
+  stopSequences: z.array(z.string(), { error: 'must be an array of strings' }).optional(),
+  providerOptions: z
+    .record(
+      z.string(),
+      z.custom<Record<string, JsonValue>>(
+        (value) => isObject(value) && !Array.isArray(value) && copyPlainJson(value).ok,
+        {
+          error:
+            'must be an object of plain JSON values (provider options are recorded in the log)',
+        },
+      ),
+      { error: "must be an object of options by provider: { openai: { reasoningEffort: 'low' } }" },
+    )
+    .optional(),
+  maxOutputTokens: wholeNumber({ min: 1, optional: true }),
+});
+
 const aFunction = (what: string) =>
   z.custom<(...args: never[]) => unknown>((value) => typeof value === 'function', {
     error: `must be ${what}`,
@@ -108,6 +139,7 @@ const optionsSchema = z.strictObject({
     .optional(),
   system: optionalText,
   limits: limitsSchema.optional(),
+  settings: settingsSchema.optional(),
   policy: aFunction('a function ({ name, input, toolVerdict, sessionId }) → verdict').optional(),
   inspect: z
     .custom((value) => typeof value === 'function' || isObject(value), {
@@ -177,6 +209,7 @@ const methodSchemas = {
       .max(maxUserFiles, { error: `must hold at most ${maxUserFiles} files` })
       .optional(),
     regenerates: nonEmptyText.optional(),
+    settings: settingsSchema.optional(),
   }),
   decide: z.strictObject({
     sessionId: sessionIdSchema,

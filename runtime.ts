@@ -26,6 +26,7 @@ import { RunTelemetry } from './observability/run-telemetry.ts';
 import type { TelemetryOptions } from './observability/telemetry-options.ts';
 import { checkMethodArgument, checkRuntimeOptions, checkSessionId } from './runtime-arguments.ts';
 import { InvalidArgumentError, RuntimeClosedError, SessionBusyError } from './runtime-errors.ts';
+import { type ModelSettings, runSettings } from './runtime-settings.ts';
 import { ConcurrencyError, type EventStore, type StoreFinding } from './store/event-store.ts';
 import { lowdbStore } from './store/folder/lowdb-store.ts';
 import { LeaseLostError } from './store/run-leases.ts';
@@ -66,6 +67,12 @@ export interface RuntimeOptions<TTools extends RuntimeTools = RuntimeTools> {
   system?: string;
   limits?: Partial<RunLimits>;
   /**
+   * Sampling settings (`temperature`, `topP`, `topK`, `presencePenalty`, `frequencyPenalty`,
+   * `seed`, `stopSequences`), provider options and `maxOutputTokens` for every run's requests;
+   * `send({ settings })` overrides them for one run. Recorded in each `run.started`.
+   */
+  settings?: ModelSettings;
+  /**
    * Runtime-wide permission policy, consulted after each tool's own permission; its `input` is
    * typed as the named tool's validated input.
    */
@@ -101,7 +108,7 @@ export interface WorkerOptions {
   leaseMs?: number;
 }
 
-export type { RecoveredRun };
+export type { ModelSettings, RecoveredRun };
 
 /** What `runtime.send()` takes: one user message of a session. */
 export interface SendInput {
@@ -111,6 +118,8 @@ export interface SendInput {
   files?: UserFile[];
   /** The `runId` of the session's last run, whose answer this run replaces (`regenerate()`). */
   regenerates?: string;
+  /** Sampling and provider options of this run's requests, over `createRuntime`'s `settings`. */
+  settings?: ModelSettings;
 }
 
 /** A file attached to a user message (`send({ files })`). */
@@ -210,6 +219,7 @@ export function createRuntime<TTools extends RuntimeTools = RuntimeTools>(
     tools,
     system: options.system,
     limits: { ...defaultLimits, ...options.limits },
+    settings: options.settings,
     inspect: options.inspect,
     now,
     generateId: options.generateId ?? createIdGenerator({ now }),
@@ -229,6 +239,7 @@ interface RuntimeParts {
   tools: ToolSetSource;
   system: string | undefined;
   limits: RunLimits;
+  settings: ModelSettings | undefined;
   inspect: RuntimeOptions['inspect'];
   now: () => number;
   generateId: IdGenerator;
@@ -325,12 +336,13 @@ class DefaultRuntime implements Runtime {
   }
 
   async send(input: SendInput): Promise<TurnHandle> {
-    const { sessionId, text, files, regenerates } = checkMethodArgument('send', input);
+    const { sessionId, text, files, regenerates, settings } = checkMethodArgument('send', input);
     // The caller's context parents the run's first span (read before the session's queue).
     const parent = await this.#parts.telemetry?.callerContext();
+    const started = runSettings(this.#parts.limits, this.#parts.settings, settings);
     const message = { text, ...(files === undefined ? {} : { files }) };
     return this.#runs.withSession(sessionId, () =>
-      this.#startRun(sessionId, message, regenerates, parent),
+      this.#startRun({ sessionId, input: message, regenerates, started, parent }),
     );
   }
 
@@ -421,13 +433,20 @@ class DefaultRuntime implements Runtime {
   }
 
   /** Under the session's lock: starts a run unless the session has an unfinished one. */
-  async #startRun(
-    sessionId: string,
-    input: FactOf<'run.started'>['input'],
-    regenerates: string | undefined,
-    parent: unknown,
-  ): Promise<TurnHandle> {
-    const { generateId, limits, system } = this.#parts;
+  async #startRun({
+    sessionId,
+    input,
+    regenerates,
+    started,
+    parent,
+  }: {
+    sessionId: string;
+    input: FactOf<'run.started'>['input'];
+    regenerates: string | undefined;
+    started: ReturnType<typeof runSettings>;
+    parent: unknown;
+  }): Promise<TurnHandle> {
+    const { generateId, system } = this.#parts;
     for (let attempt = 1; ; attempt += 1) {
       const facts = await this.#runs.facts(sessionId);
       const open = unfinishedRun(facts);
@@ -443,7 +462,7 @@ class DefaultRuntime implements Runtime {
             input,
             ...(regenerates === undefined ? {} : { regenerates }),
             runtimeVersion,
-            limits,
+            ...started,
             ...(system === undefined ? {} : { system }),
           },
           parent,
@@ -545,7 +564,8 @@ function busy(sessionId: string, runId: string): SessionBusyError {
   });
 }
 
-function toAdapter(model: RuntimeOptions['model'], now: () => number): ModelAdapter {
+/** The model adapter of `createRuntime`'s `model` option: a `ModelAdapter` as it is, else the AI SDK adapter. */
+export function toAdapter(model: RuntimeOptions['model'], now: () => number): ModelAdapter {
   if (
     typeof model === 'object' &&
     model !== null &&

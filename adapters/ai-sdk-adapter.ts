@@ -213,6 +213,7 @@ function callOptions({
   const { headers, ...sampling } = settings ?? {};
   return {
     ...sampling,
+    ...request.sampling,
     maxOutputTokens: request.maxOutputTokens,
     tools,
     toolChoice: prepareToolChoice({ toolChoice: undefined }),

@@ -3,6 +3,7 @@ import type {
   FinishReason,
   ProviderFailure,
   RequestCapture,
+  RunSettings,
   ToolCallRecord,
   Usage,
 } from '../events/facts.ts';
@@ -50,8 +51,17 @@ export interface ModelStepRequest {
    * the request is abandoned and the step fails as a retryable `timeout`. No limit when absent.
    */
   idleTimeoutMs?: number;
+  /**
+   * The run's sampling settings (`settings` of `createRuntime` and `send`); an adapter's own
+   * fixed settings (`aiSdkAdapter(model, { settings })`) apply where these leave a field out.
+   */
+  sampling?: ModelSampling;
+  /** Provider options sent with the request (`{ openai: { reasoningEffort: 'low' } }`). */
   providerOptions?: ProviderOptions;
 }
+
+/** Sampling settings of a request: what `RunSettings` holds besides provider options. */
+export type ModelSampling = Omit<RunSettings, 'providerOptions'>;
 
 /** Transient events of one step, in stream order. */
 export type ModelStepEvent =

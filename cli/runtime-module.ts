@@ -2,6 +2,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { RuntimeOptions } from '../runtime.ts';
 import { CliError } from './cli-error.ts';
+import type { CommandContext } from './command-definition.ts';
 
 /**
  * Loads a `--runtime` module: its default export (or its export named `runtimeOptions`) is the
@@ -36,4 +37,14 @@ export async function loadRuntimeOptions(file: string, cwd: string): Promise<Run
   }
   const { store: _store, ...rest } = options as RuntimeOptions;
   return rest;
+}
+
+/** The `--runtime` module's options of a command that cannot do without them. */
+export async function requiredRuntimeOptions(context: CommandContext): Promise<RuntimeOptions> {
+  const options = await context.runtimeOptions();
+  if (options !== undefined) return options;
+  throw new CliError({
+    message: 'turnlog: this command needs --runtime FILE (or TURNLOG_RUNTIME)',
+    exit: 'usage',
+  });
 }

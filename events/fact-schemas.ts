@@ -169,6 +169,22 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
   });
 
   /**
+   * The sampling settings and provider options every request of the run is sent with
+   * (`settings` of `createRuntime` and `send`; the output token limit is `limits.maxOutputTokens`).
+   * Absent when none were given, and in logs written before it existed.
+   */
+  const runSettings = object({
+    temperature: z.number().optional(),
+    topP: z.number().optional(),
+    topK: z.number().optional(),
+    presencePenalty: z.number().optional(),
+    frequencyPenalty: z.number().optional(),
+    seed: (strict ? z.number().int() : z.number()).optional(),
+    stopSequences: z.array(z.string()).optional(),
+    providerOptions: providerOptions.optional(),
+  });
+
+  /**
    * The W3C trace context (`traceparent`, `tracestate`) of the span a process drove the run under:
    * the run's first span in `run.started`, a recovering process's in `run.recovered`. A later span
    * of the run is that first span's child and links to the latest one recorded, so a run continued
@@ -237,6 +253,8 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
       regenerates: z.string().optional(),
       runtimeVersion: z.string(),
       limits: runLimits,
+      /** Sampling settings and provider options of the run's requests; absent when none were given. */
+      settings: runSettings.optional(),
       system: z.string().optional(),
       /** The turn machine's `version` that began the run; absent before versions were recorded. */
       machineVersion: z.string().optional(),
@@ -341,6 +359,7 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     providerFailure,
     requestCapture,
     runLimits,
+    runSettings,
     runFingerprint,
     traceContext,
     toolOutcome,

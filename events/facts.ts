@@ -57,6 +57,12 @@ export type RequestCapture = z.output<Schemas['requestCapture']>;
 /** The run's limits, recorded in `run.started` so a replay of the log needs nothing else. */
 export type RunLimits = z.output<Schemas['runLimits']>;
 
+/**
+ * The sampling settings and provider options every request of a run is sent with, recorded in
+ * `run.started` (`settings` of `createRuntime` and `send`).
+ */
+export type RunSettings = z.output<Schemas['runSettings']>;
+
 /** What a run was started with, recorded in `run.started` (see `compareFingerprints`). */
 export type RecordedFingerprint = z.output<Schemas['runFingerprint']>;
 

@@ -2,7 +2,8 @@
 // behind HTTP. Runs are streamed as server-sent events; permission asks are answered through
 // their own endpoint, from any client, even after a restart.
 //
-// Run: npx node examples/embedded-server.ts   (PORT, default 3000; PORT=0 picks a free one)
+// Run: npx node examples/embedded-server.ts   (PORT, default 3000; PORT=0 picks a free one;
+//   HOST, default 127.0.0.1; TURNLOG_TOKEN, required for a HOST that is not loopback)
 //   POST /sessions/:id/messages   { text }                       → SSE: the run's facts and deltas
 //   POST /sessions/:id/decisions  { callId, decision, reason? }  → 200 { decided }
 //   POST /sessions/:id/stop       { reason? }                    → 200 { stopped }
@@ -12,22 +13,35 @@
 // /api/chat as useChat does (examples/web/server/chat-routes.ts; a page whose run waits for a
 // person follows it through /api/chat/:id/moved), and the log viewer at /log
 // (examples/web/server/log-routes.ts).
+// Every route goes through turnlog's trust layer (http/, architecture/http.md): it answers only a
+// Host that is loopback or allowed (DNS rebinding), acts only for this origin's pages (Origin,
+// Sec-Fetch-Site) with application/json bodies (a cross-site form or no-cors fetch is refused),
+// and only for clients on this machine unless TURNLOG_TOKEN is set (then every client sends
+// Authorization: Bearer <token>). It listens on 127.0.0.1 (HOST to change it; a non-loopback
+// HOST needs TURNLOG_TOKEN). Refusals are JSON { error: 'HttpRefusedError', reason, message }.
 // Errors are JSON { error, message }: 400 bad input, 404 no such run or decision, 409 busy, damaged or
 // already decided. Offline with a scripted model unless OPENAI_API_KEY or
 // GOOGLE_GENERATIVE_AI_API_KEY is set; the log goes to .turnlog/embedded-server/ (under
 // TURNLOG_DIR if set). Ctrl-C or SIGTERM shuts it down; unfinished runs resume on the next start.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import {
+  createNodeHandler,
+  decodePathSegment,
+  HttpRefusedError,
+  listenTrusted,
   lowdbStore,
   type PermissionDecision,
+  type RequestAction,
+  RequestGuard,
   type Runtime,
+  refusalResponse,
   type TurnHandle,
   TurnlogError,
 } from '../index.ts';
 import { HttpError } from './http-error.ts';
 import { createNotesRuntime } from './notes-agent.ts';
+import { cutAtShutdown, eventStreamResponse, OpenStreams } from './server-streams.ts';
 import { createChatRoutes, track } from './web/server/chat-routes.ts';
 import { createLogRoutes } from './web/server/log-routes.ts';
 import { staticFile } from './web/server/static-files.ts';
@@ -47,9 +61,25 @@ const statusOfError: Record<string, number> = {
 
 const decisions: readonly PermissionDecision[] = ['allow', 'deny', 'report-unknown', 'abort'];
 
+/** Options of `startServer`. */
+export interface ServerOptions {
+  /** Default 3000; 0 picks a free one. */
+  port?: number;
+  /** Default 127.0.0.1; any other address needs `token` (`InsecureBindError`). */
+  host?: string;
+  /** Where the log goes. Default: .turnlog/embedded-server (under TURNLOG_DIR if set). */
+  dir?: string;
+  /** When set, every client must send `Authorization: Bearer <token>`. */
+  token?: string;
+  /** Origins besides the server's own whose pages may act (a dev server's). */
+  allowedOrigins?: readonly string[];
+  /** Host names besides loopback names and IP literals (the name a proxy forwards). */
+  allowedHosts?: readonly string[];
+}
+
 /**
  * Starts the server: a note-keeping agent on a lowdb log in `dir`, unfinished runs recovered,
- * listening on `host:port` (port 0: a free one). `close()` ends open event streams, stops
+ * listening on `host:port` behind the trust layer. `close()` ends open event streams, stops
  * listening and closes the runtime (live runs stay unfinished in the log for the next start).
  *
  * @example
@@ -57,39 +87,50 @@ const decisions: readonly PermissionDecision[] = ['allow', 'deny', 'report-unkno
  * console.log(server.url); // http://127.0.0.1:54321
  * await server.close();
  */
-export async function startServer(options: { port?: number; host?: string; dir?: string } = {}) {
+export async function startServer(options: ServerOptions = {}) {
   const dir = options.dir ?? path.join(process.env.TURNLOG_DIR ?? '.turnlog', 'embedded-server');
+  const guard = new RequestGuard({
+    ...(options.token === undefined ? {} : { token: options.token }),
+    ...(options.allowedOrigins === undefined ? {} : { allowedOrigins: options.allowedOrigins }),
+    ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+    // A useChat request carries the whole conversation.
+    maxBodyBytes: 4 * 1024 * 1024,
+  });
   const store = lowdbStore({ dir });
   const runtime = await createNotesRuntime(store);
   const recovered = await runtime.recover();
   // The handle of each session's unfinished run: UI message streams replay and follow it.
   const turns = new Map<string, TurnHandle>();
   for (const run of recovered) if (run.status !== 'damaged') track(turns, run.turn);
-  const streams = new Set<ServerResponse>();
-  const web: Web = {
+  const server: Server = {
+    runtime,
+    guard,
+    streams: new OpenStreams(),
     turns,
     chat: createChatRoutes(runtime, turns),
     log: createLogRoutes({ runtime, store, recovered }),
-    uiStreams: new Set(),
   };
-  const server = createServer((request, response) => {
-    route(runtime, streams, web, request, response).catch((error: unknown) =>
-      sendError(response, error),
-    );
+  const handler = createNodeHandler((request) => answer(server, request));
+  const responses = new Set<ServerResponse>();
+  const http = createServer((incoming, outgoing) => {
+    responses.add(outgoing);
+    outgoing.once('close', () => responses.delete(outgoing));
+    handler(incoming, outgoing);
   });
-  const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 3000, host, resolve);
+  const bound = await listenTrusted(http, {
+    guard,
+    port: options.port ?? 3000,
+    host: options.host ?? '127.0.0.1',
   }).catch(async (error: unknown) => {
     await runtime.close();
     throw error;
   });
-  const { port } = server.address() as AddressInfo;
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${host}:${port}`,
-    port,
+    url: bound.url,
+    port: bound.port,
+    /** The node:http server (its connections, for a test). */
+    http,
     runtime,
     /** The log (subscribe to a session to follow runs nobody streams). */
     store,
@@ -97,11 +138,13 @@ export async function startServer(options: { port?: number; host?: string; dir?:
     recovered,
     close(): Promise<void> {
       closing ??= (async () => {
-        const closed = new Promise((resolve) => server.close(resolve));
-        for (const stream of streams) stream.end('event: shutdown\ndata: {}\n\n');
-        // To a chat page this is a disconnect: it resumes from the log on the next start.
-        for (const stream of web.uiStreams) stream.destroy();
-        server.closeIdleConnections();
+        const closed = new Promise((resolve) => http.close(resolve));
+        server.streams.stopAll();
+        // Every response in flight finishes (event streams) or is cut (UI streams) first.
+        await Promise.all(
+          [...responses].map((open) => new Promise((resolve) => open.once('close', resolve))),
+        );
+        http.closeIdleConnections();
         await closed;
         await runtime.close();
       })();
@@ -110,44 +153,69 @@ export async function startServer(options: { port?: number; host?: string; dir?:
   };
 }
 
-/** What the web example's routes share. */
-interface Web {
+/** What the routes share. */
+interface Server {
+  runtime: Runtime;
+  guard: RequestGuard;
+  /** Open event and UI message streams (ended or cut at shutdown). */
+  streams: OpenStreams;
   turns: Map<string, TurnHandle>;
   chat: ReturnType<typeof createChatRoutes>;
   log: ReturnType<typeof createLogRoutes>;
-  /** Open UI message streams (destroyed, not ended, on shutdown). */
-  uiStreams: Set<ServerResponse>;
 }
 
-async function route(
-  runtime: Runtime,
-  streams: Set<ServerResponse>,
-  web: Web,
-  request: IncomingMessage,
-  response: ServerResponse,
-) {
-  const url = new URL(request.url ?? '/', 'http://localhost');
-  if (await webRoute(web, url, request, response)) return;
-  const match = /^\/sessions\/([^/]+)\/(messages|decisions|stop|facts|pending)$/.exec(url.pathname);
-  if (match === null) throw new HttpError(404, 'NotFound', `No route for ${url.pathname}.`);
-  const sessionId = decodeURIComponent(match[1] ?? '');
-  const action = match[2];
-  const method = action === 'facts' || action === 'pending' ? 'GET' : 'POST';
-  if (request.method !== method) {
-    response.setHeader('allow', method);
-    throw new HttpError(405, 'MethodNotAllowed', `Use ${method} ${url.pathname}.`);
+/** Every request's answer; errors become JSON with their status. */
+async function answer(server: Server, request: Request): Promise<Response> {
+  try {
+    const url = new URL(request.url);
+    return (
+      (await webRoute(server, url, request)) ??
+      (await sessionRoute(server, url, request)) ??
+      errorResponse(new HttpError(404, 'NotFound', `No route for ${url.pathname}.`))
+    );
+  } catch (error) {
+    return errorResponse(error);
   }
-  switch (action) {
+}
+
+/** The `/sessions/:id/…` routes; `undefined` when the request is not one of them. */
+async function sessionRoute(
+  { runtime, guard, streams, turns }: Server,
+  url: URL,
+  request: Request,
+): Promise<Response | undefined> {
+  const match = /^\/sessions\/([^/]+)\/(messages|decisions|stop|facts|pending)$/.exec(url.pathname);
+  if (match === null) return undefined;
+  const sessionId = decodePathSegment(match[1] ?? '');
+  const name = match[2] ?? '';
+  const reads = name === 'facts' || name === 'pending';
+  const method = reads ? 'GET' : 'POST';
+  if (request.method !== method) {
+    const refused = errorResponse(
+      new HttpError(405, 'MethodNotAllowed', `Use ${method} ${url.pathname}.`),
+    );
+    refused.headers.set('allow', method);
+    return refused;
+  }
+  const action: RequestAction = { name, kind: reads ? 'read' : 'act', sessionId };
+  if (reads) {
+    await guard.check(request, action);
+    return Response.json(
+      name === 'facts' ? await runtime.facts(sessionId) : await runtime.pending(sessionId),
+    );
+  }
+  const body = await guard.act(request, action, { optional: name === 'stop' });
+  switch (name) {
     case 'messages': {
-      const { text } = await readBody(request);
+      const { text } = body;
       if (typeof text !== 'string') throw badInput('The body needs "text", a string');
       // send() throws SessionBusyError (409) before anything is streamed.
       const turn = await runtime.send({ sessionId, text });
-      track(web.turns, turn);
-      return stream(response, streams, turn.events);
+      track(turns, turn);
+      return eventStreamResponse(turn.events, streams);
     }
     case 'decisions': {
-      const { callId, decision, reason } = await readBody(request);
+      const { callId, decision, reason } = body;
       if (typeof callId !== 'string') throw badInput('The body needs "callId", a string');
       if (!decisions.includes(decision as PermissionDecision)) {
         throw badInput(`"decision" must be one of ${decisions.join(', ')}`);
@@ -155,81 +223,47 @@ async function route(
       if (reason !== undefined && typeof reason !== 'string')
         throw badInput('"reason" must be a string');
       await runtime.decide({ sessionId, callId, decision: decision as PermissionDecision, reason });
-      return sendJson(response, 200, { decided: callId, decision });
+      return Response.json({ decided: callId, decision });
     }
-    case 'stop': {
-      const { reason } = await readBody(request, { optional: true });
+    default: {
+      const { reason } = body;
       if (reason !== undefined && typeof reason !== 'string')
         throw badInput('"reason" must be a string');
       await runtime.stop({ sessionId, ...(reason === undefined ? {} : { reason }) });
-      return sendJson(response, 200, { stopped: sessionId });
+      return Response.json({ stopped: sessionId });
     }
-    case 'facts':
-      return sendJson(response, 200, await runtime.facts(sessionId));
-    case 'pending':
-      return sendJson(response, 200, await runtime.pending(sessionId));
-    default:
-      throw new HttpError(404, 'NotFound', `No route for ${url.pathname}.`);
   }
 }
 
-/** Streams a run's events as server-sent events until `run.ended` (or the client leaves). */
-async function stream(
-  response: ServerResponse,
-  streams: Set<ServerResponse>,
-  events: AsyncIterable<{ type: string; seq?: number }>,
-) {
-  response.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-  });
-  streams.add(response);
-  const left = new Promise<{ done: true; value: undefined }>((resolve) =>
-    response.once('close', () => resolve({ done: true, value: undefined })),
-  );
-  const iterator = events[Symbol.asyncIterator]();
-  try {
-    while (true) {
-      // A client that disconnects stops the stream, not the run: it goes on and stays in the log.
-      const next = await Promise.race([iterator.next(), left]);
-      if (next.done) break;
-      const event = next.value;
-      const id = event.seq === undefined ? '' : `id: ${event.seq}\n`;
-      response.write(`event: ${event.type}\n${id}data: ${JSON.stringify(event)}\n\n`);
-    }
-  } finally {
-    streams.delete(response);
-    response.end();
-  }
-}
-
-/** The web example's routes; `false` when the request is not one of them. */
+/** The web example's routes (the chat, the log viewer, the pages); `undefined` when not one of them. */
 async function webRoute(
-  web: Web,
+  { guard, streams, chat, log }: Server,
   url: URL,
-  request: IncomingMessage,
-  response: ServerResponse,
-): Promise<boolean> {
+  request: Request,
+): Promise<Response | undefined> {
   const { pathname } = url;
   const chatStream = /^\/api\/chat\/([^/]+)\/(stream|messages|moved)$/.exec(pathname);
   if (request.method === 'POST' && pathname === '/api/chat') {
-    const chat = await web.chat.post(await readBody(request, { limit: 4 * 1024 * 1024 }));
-    await sendWebResponse(response, chat, web.uiStreams);
-  } else if (request.method === 'GET' && chatStream !== null) {
-    const sessionId = decodeURIComponent(chatStream[1] ?? '');
-    if (chatStream[2] === 'messages') sendJson(response, 200, await web.chat.messages(sessionId));
-    else if (chatStream[2] === 'moved') {
-      const after = Number(url.searchParams.get('after') ?? Number.NaN);
-      if (!Number.isSafeInteger(after) || after < 0) {
-        throw new HttpError(400, 'BadRequest', '"after" must be the seq the page has seen.');
-      }
-      await sendWebResponse(response, web.chat.moved(sessionId, after), web.uiStreams);
-    } else await sendWebResponse(response, web.chat.resume(sessionId), web.uiStreams);
-  } else if (
+    const body = await guard.act(request, { name: 'chat.post', kind: 'act' });
+    return cutAtShutdown(await chat.post(body), streams);
+  }
+  if (request.method === 'GET' && chatStream !== null) {
+    const sessionId = decodePathSegment(chatStream[1] ?? '');
+    const which = chatStream[2] ?? '';
+    await guard.check(request, { name: `chat.${which}`, kind: 'read', sessionId });
+    if (which === 'messages') return Response.json(await chat.messages(sessionId));
+    if (which === 'stream') return cutAtShutdown(chat.resume(sessionId), streams);
+    const after = Number(url.searchParams.get('after') ?? Number.NaN);
+    if (!Number.isSafeInteger(after) || after < 0) {
+      throw new HttpError(400, 'BadRequest', '"after" must be the seq the page has seen.');
+    }
+    return cutAtShutdown(chat.moved(sessionId, after), streams);
+  }
+  if (
     request.method === 'GET' &&
     (pathname === '/' || pathname === '/log' || pathname.startsWith('/assets/'))
   ) {
+    await guard.check(request, { name: 'page', kind: 'page' });
     const file = await staticFile(pathname);
     if (file === undefined) {
       throw new HttpError(
@@ -238,75 +272,25 @@ async function webRoute(
         `No page at ${pathname}. Build the web pages first: npm run web (it builds them and starts this server).`,
       );
     }
-    response.writeHead(200, { 'content-type': file.contentType });
-    response.end(file.body);
-  } else {
-    const answer = request.method === 'GET' ? await web.log(url) : undefined;
-    if (answer === undefined) return false;
-    sendJson(response, answer.status, answer.body);
+    return new Response(new Uint8Array(file.body), {
+      headers: { 'content-type': file.contentType },
+    });
   }
-  return true;
-}
-
-/** Writes a fetch `Response` (a UI message stream) to the client; a failed stream is a disconnect. */
-async function sendWebResponse(
-  response: ServerResponse,
-  answer: Response,
-  open: Set<ServerResponse>,
-) {
-  response.writeHead(answer.status, Object.fromEntries(answer.headers));
-  if (answer.body === null) return void response.end();
-  const reader = answer.body.getReader();
-  open.add(response);
-  // A client that leaves stops its stream, not the run.
-  response.once('close', () => void reader.cancel().catch(() => {}));
-  try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      response.write(value);
-    }
-    response.end();
-  } catch {
-    response.destroy();
-  } finally {
-    open.delete(response);
-  }
-}
-
-async function readBody(
-  request: IncomingMessage,
-  { optional = false, limit = 64 * 1024 } = {},
-): Promise<Record<string, unknown>> {
-  let body = '';
-  for await (const chunk of request) {
-    body += chunk;
-    if (body.length > limit)
-      throw new HttpError(413, 'PayloadTooLarge', `The body is over ${limit / 1024} KiB.`);
-  }
-  if (body.trim() === '' && optional) return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch {
-    throw badInput('The body must be JSON');
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw badInput('The body must be a JSON object');
-  }
-  return value as Record<string, unknown>;
+  if (request.method !== 'GET') return undefined;
+  await guard.check(request, { name: 'log', kind: 'read' });
+  const logAnswer = await log(url);
+  return logAnswer === undefined
+    ? undefined
+    : Response.json(logAnswer.body, { status: logAnswer.status });
 }
 
 function badInput(message: string) {
   return new HttpError(400, 'BadRequest', `${message}.`);
 }
 
-function sendJson(response: ServerResponse, status: number, value: unknown) {
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
-  response.end(JSON.stringify(value));
-}
-
-function sendError(response: ServerResponse, error: unknown) {
+/** An error as JSON `{ error, message }` with its status (a trust-layer refusal as its own answer). */
+function errorResponse(error: unknown): Response {
+  if (HttpRefusedError.isInstance(error)) return refusalResponse(error);
   const status =
     error instanceof HttpError
       ? error.status
@@ -315,8 +299,7 @@ function sendError(response: ServerResponse, error: unknown) {
         : 500;
   const { name, message } = error instanceof Error ? error : new Error(String(error));
   if (status === 500) console.error(error);
-  if (response.headersSent) return void response.end();
-  sendJson(response, status, { error: name, message });
+  return Response.json({ error: name, message }, { status });
 }
 
 if (import.meta.main) {
@@ -324,6 +307,11 @@ if (import.meta.main) {
   const server = await startServer({
     port,
     ...(process.env.HOST ? { host: process.env.HOST } : {}),
+    ...(process.env.TURNLOG_TOKEN ? { token: process.env.TURNLOG_TOKEN } : {}),
+  }).catch((error: unknown) => {
+    // InsecureBindError: a HOST that is not loopback without TURNLOG_TOKEN.
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
   });
   for (const run of server.recovered) {
     console.log(`recovered ${run.sessionId}: ${run.status} (interrupted in ${run.interruptedIn})`);

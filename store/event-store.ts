@@ -145,14 +145,23 @@ export class StoreCorruptionError extends TurnlogError {
 export class StoreError extends TurnlogError {
   static isInstance = isTurnlogErrorNamed<StoreError>('StoreError');
   readonly path: string;
-  /** The system error code (`EACCES`, `ENOTDIR`, `EROFS`, …), when there is one. */
+  /** The system error code (`EACCES`, `ENOTDIR`, `EIO`, …), when there is one. */
   readonly code: string | undefined;
+  /**
+   * The one session that cannot be read, when the error is that session's alone (a file of its
+   * folder): `recover()` reports it `damaged` and goes on with the others. `undefined`: the
+   * store's own folder, which concerns every session.
+   */
+  readonly sessionId: string | undefined;
 
-  constructor(options: TurnlogErrorOptions & { path: string; code: string | undefined }) {
+  constructor(
+    options: TurnlogErrorOptions & { path: string; code: string | undefined; sessionId?: string },
+  ) {
     super(options);
     this.name = 'StoreError';
     this.path = options.path;
     this.code = options.code;
+    this.sessionId = options.sessionId;
   }
 }
 

@@ -1,6 +1,6 @@
 import type { InspectionEvent, Observer } from 'xstate';
 import type { ModelAdapter } from '../../adapters/model-adapter.ts';
-import type { Fact, RunLimits } from '../../events/facts.ts';
+import type { Fact, RunLimits, RunSettings } from '../../events/facts.ts';
 import type { IdGenerator } from '../../events/ids.ts';
 import type { HistoryProjection } from '../../events/project-history.ts';
 import { fingerprintToRecord } from '../../events/run-fingerprint.ts';
@@ -57,6 +57,12 @@ export type RecoveredRun =
     };
 
 /** What a runtime's live runs are built from: its parts, and how it holds runs. */
+/** What a run's `run.started` records of its requests: its limits and settings. */
+interface RunRequestSettings {
+  limits: RunLimits;
+  settings?: RunSettings | undefined;
+}
+
 export interface LiveRunsOptions {
   store: EventStore;
   adapter: ModelAdapter;
@@ -171,7 +177,7 @@ export class LiveRuns implements TenureHost {
     const tools = this.#options.tools.forRun(ids.runId);
     await this.#tenure.claim(ids);
     const handle = this.handles.newHandle(ids);
-    const driver = this.#open(ids, facts, draft.limits, 'started', parent);
+    const driver = this.#open(ids, facts, draft, 'started', parent);
     const trace = this.#live.get(ids.sessionId)?.segment?.traceContext;
     const { provider, modelId } = this.#options.adapter;
     const fingerprint = fingerprintToRecord({
@@ -309,11 +315,14 @@ export class LiveRuns implements TenureHost {
     this.handles.close(closedError);
   }
 
-  /** Wires one run's driver, services, live actor and telemetry (`start`: how it came here). */
+  /**
+   * Wires one run's driver, services, live actor and telemetry (`start`: how it came here;
+   * `started`: what its `run.started` records of its requests).
+   */
   #open(
     ids: RunIds,
     facts: Fact[],
-    limits: RunLimits,
+    started: RunRequestSettings,
     start: SegmentStart,
     parent?: unknown,
   ): RunDriver {
@@ -348,7 +357,7 @@ export class LiveRuns implements TenureHost {
       },
     });
     const run = new LiveRun(driver, segment);
-    this.#services.set(ids.runId, this.#runServices(run, sinks, history, limits));
+    this.#services.set(ids.runId, this.#runServices(run, sinks, history, started));
     driver.ended.then(
       () => this.#ended(ids, driver, history),
       (error) => this.#failed(ids, driver, error),
@@ -363,7 +372,7 @@ export class LiveRuns implements TenureHost {
     { driver, controller }: LiveRun,
     sinks: RunSinks,
     history: HistoryProjection,
-    limits: RunLimits,
+    { limits, settings }: RunRequestSettings,
   ): RunServices {
     const { store, generateId, random } = this.#options;
     return {
@@ -371,6 +380,7 @@ export class LiveRuns implements TenureHost {
       ...this.#options.tools.forRun(driver.runId),
       system: this.#options.system,
       limits,
+      settings,
       store,
       facts: () => driver.facts(),
       history,
@@ -454,14 +464,17 @@ export class LiveRuns implements TenureHost {
    * The order of work on the session, each piece queued on its lock when it arrives:
    * 1. the work under way: a public operation (`send`, `decide`, `steer`, `stop`), a takeover's
    *    `recover`, or a worker's inbox request; the fact that parks the run queues (2);
-   * 2. the parking: once the driver's commits are drained, a run still parked is released, its
-   *    services dropped (`drop`), then the tenure's `leave('parked')`: a worker ends the run's
-   *    inbox subscription, lets its handles follow it, and releases its lease;
-   * 3. with a worker, an inbox request that arrived after (2) was queued (the inbox delivers
-   *    asynchronously, after a read of the store): it finds the run driven here no more and
-   *    stays pending for the run's next driver (`InboxTaker`). A run rebuilt while it is parked
-   *    (`active`, e.g. by a request's sender that found nobody driving it) queues (2) before its
-   *    new inbox subscription delivers anything.
+   * 2. the parking: once the driver's commits are drained, a run still parked first does the
+   *    requests pending in its inbox (the tenure's `takeUp`; with a worker, read from the store
+   *    now, not waited for from the subscription); a run still parked after them is released,
+   *    its services dropped (`drop`), then the tenure's `leave('parked')`: a worker ends the
+   *    run's inbox subscription, lets its handles follow it, and releases its lease;
+   * 3. with a worker, an inbox request delivered after (2) finds the run driven here no more and
+   *    stays pending (`InboxTaker`); it was either done in (2) (its fact is logged) or posted
+   *    after (2) read the inbox, and then its sender, finding nobody driving the run at its next
+   *    tick, takes the run, whose parking does it in (2). Before, a run rebuilt while parked
+   *    queued (2) ahead of its new subscription's first delivery and was dropped with the
+   *    request undone, again at every tick (issue 26, defect 1).
    */
   #park(ids: RunIds, driver: RunDriver): void {
     // Serialized with decide()/steer()/stop(): one that already picked this live driver commits
@@ -475,13 +488,22 @@ export class LiveRuns implements TenureHost {
       });
   }
 
-  /** Drops a run still parked once its commits are drained (the work of `park`, under the lock). */
+  /**
+   * Drops a run still parked once its commits are drained (the work of `park`, under the lock),
+   * unless a request waits in its inbox: that is done first (`takeUp`), and the run dropped only
+   * if it is still parked after (a few rounds at most: a request that cannot be done stays
+   * pending for the next driver, which its sender brings at its next tick).
+   */
   async #dropParked(ids: RunIds, driver: RunDriver): Promise<void> {
-    // Moved on already (a decision or stop came first): nothing to wait for.
-    if (!isParked(driver)) return;
-    await driver.drained();
-    if (!isParked(driver)) return;
-    if (this.#live.get(ids.sessionId)?.driver !== driver) return;
+    for (let round = 0; round < maxTakeUpRounds; round += 1) {
+      // Moved on already (a decision or stop came first): nothing to wait for.
+      if (!isParked(driver)) return;
+      await driver.drained();
+      if (!isParked(driver)) return;
+      if (this.#live.get(ids.sessionId)?.driver !== driver) return;
+      if (!(await this.#tenure.takeUp(ids, driver))) break;
+    }
+    if (!isParked(driver) || this.#live.get(ids.sessionId)?.driver !== driver) return;
     driver.release();
     this.#drop(ids, driver, 'parked');
     await this.#tenure.leave(ids, driver, 'parked');
@@ -494,7 +516,7 @@ export class LiveRuns implements TenureHost {
       await this.#resumeRecovering(loaded, this.handles.newHandle(ids, rehydrated.facts));
       return;
     }
-    const driver = this.#open(ids, facts, rehydrated.limits, 'resumed');
+    const driver = this.#open(ids, facts, rehydrated, 'resumed');
     await driver.resume(rehydrated.snapshot);
     // Parked when rebuilt: dropped again after the work that rebuilt it, unless that moved it on.
     if (rehydrated.snapshot.hasTag('parked')) this.#park(ids, driver);
@@ -508,7 +530,7 @@ export class LiveRuns implements TenureHost {
   async #resumeRecovering(loaded: LoadedRun, handle: TurnHandle): Promise<RecoveredRun> {
     const { ids, facts, plan, rehydrated } = loaded;
     const { snapshot } = rehydrated;
-    const driver = this.#open(ids, facts, rehydrated.limits, 'recovered');
+    const driver = this.#open(ids, facts, rehydrated, 'recovered');
     await driver.resume(snapshot);
     if (snapshot.status !== 'done') {
       // Traced, run.recovered records this driver's span: the run's later spans link to it.
@@ -534,6 +556,9 @@ export class LiveRuns implements TenureHost {
     };
   }
 }
+
+/** How many times a parked run's pending requests are taken up before it is dropped anyway. */
+const maxTakeUpRounds = 4;
 
 /** True while the driver's live actor waits for a person. */
 function isParked(driver: RunDriver): boolean {

@@ -1,5 +1,5 @@
 import type { Fact } from '../../events/facts.ts';
-import { type EventStore, StoreCorruptionError } from '../../store/event-store.ts';
+import { type EventStore, StoreCorruptionError, StoreError } from '../../store/event-store.ts';
 import {
   type DamagedRun,
   damagedRun,
@@ -12,7 +12,7 @@ import type { TurnMachine } from '../pure/turn-machine.ts';
 /**
  * Reads a session and rebuilds its unfinished run (`runId`, else its last one) for resuming
  * (`resumeRun`), or says why it cannot be resumed; a session the store cannot read
- * (`StoreCorruptionError`) is damage too. Nothing is written. `undefined` when there is no such
+ * (`StoreCorruptionError`, or a `StoreError` naming this session) is damage too. Nothing is written. `undefined` when there is no such
  * unfinished run.
  *
  * With `claim` (a worker on a shared store), the run's lease is taken between reading the
@@ -45,8 +45,12 @@ export async function loadRun<TElsewhere>({
       for (const fact of since) facts.push(fact);
     }
   } catch (error) {
-    if (StoreCorruptionError.isInstance(error))
-      return damagedRun(sessionId, runId, [error.message]);
+    // Damage, or a file of this session the store cannot read (EIO, EACCES, a folder where a
+    // segment should be), is this session's alone: the others go on.
+    const sessionOnly =
+      StoreCorruptionError.isInstance(error) ||
+      (StoreError.isInstance(error) && error.sessionId === sessionId);
+    if (sessionOnly) return damagedRun(sessionId, runId, [error.message]);
     throw error;
   }
   return resumeRun(facts, sessionId, runId, machine);

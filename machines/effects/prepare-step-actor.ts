@@ -15,6 +15,16 @@ export function buildRequest(services: RunServices): PreparedRequest {
     messages,
     tools: services.toolDefinitions,
     ...requestLimits(services.limits),
+    ...requestSettings(services.settings),
+  };
+}
+
+/** The run's settings as a request carries them: sampling apart from provider options. */
+export function requestSettings(settings: RunServices['settings']) {
+  const { providerOptions, ...sampling } = settings ?? {};
+  return {
+    ...(Object.keys(sampling).length === 0 ? {} : { sampling }),
+    ...(providerOptions === undefined ? {} : { providerOptions }),
   };
 }
 

@@ -1,6 +1,12 @@
 import { type EventObject, fromCallback } from 'xstate';
 import type { ModelAdapter } from '../../adapters/model-adapter.ts';
-import type { Fact, ProposedFact, RunLimits, TransientEvent } from '../../events/facts.ts';
+import type {
+  Fact,
+  ProposedFact,
+  RunLimits,
+  RunSettings,
+  TransientEvent,
+} from '../../events/facts.ts';
 import type { IdGenerator } from '../../events/ids.ts';
 import type { RequestTool } from '../../events/messages.ts';
 import type { HistoryProjection } from '../../events/project-history.ts';
@@ -17,6 +23,8 @@ export interface RunServices {
   toolsHash: string;
   system: string | undefined;
   limits: RunLimits;
+  /** The run's sampling settings and provider options, as its `run.started` recorded them. */
+  settings: RunSettings | undefined;
   store: EventStore;
   /** The session's facts, kept current by the run driver. */
   facts: () => readonly Fact[];

@@ -1,4 +1,4 @@
-import type { Fact, FactOf, ProposedFact, RunLimits } from '../../events/facts.ts';
+import type { Fact, FactOf, ProposedFact, RunLimits, RunSettings } from '../../events/facts.ts';
 import { planRecovery, type RunRecovery } from '../../events/plan-recovery.ts';
 import { type RehydratedRun, ReplayDivergenceError, rehydrateRun } from './rehydrate.ts';
 import type { TurnMachine } from './turn-machine.ts';
@@ -19,7 +19,7 @@ export interface LoadedRun {
   /** The session's facts. */
   facts: Fact[];
   plan: RunRecovery;
-  rehydrated: RehydratedRun & { limits: RunLimits };
+  rehydrated: RehydratedRun & { limits: RunLimits; settings: RunSettings | undefined };
 }
 
 /**
@@ -50,7 +50,12 @@ export function resumeRun(
     const rehydrated = rehydrateRun(facts, target, machine);
     const started = rehydrated.facts[0] as FactOf<'run.started'>;
     const ids = { sessionId, turnId: plan.turnId, runId: target };
-    return { ids, facts, plan, rehydrated: { ...rehydrated, limits: started.limits } };
+    return {
+      ids,
+      facts,
+      plan,
+      rehydrated: { ...rehydrated, limits: started.limits, settings: started.settings },
+    };
   } catch (error) {
     if (ReplayDivergenceError.isInstance(error)) {
       return damagedRun(sessionId, target, [error.message], plan.interruptedIn);

@@ -117,7 +117,7 @@ export class SessionSlots {
         for (const item of slot.queued.splice(0)) item.run(slot.loaded);
       },
       (cause: unknown) => {
-        const error = unreadable(cause, folder);
+        const error = unreadable(cause, folder, sessionId);
         this.#onFinding(findingOf(error, sessionId, folder));
         // Only this session fails; the next call tries to load it again.
         if (this.#slots.get(sessionId) === slot) this.#slots.delete(sessionId);
@@ -147,9 +147,10 @@ export class SessionSlots {
 
 /**
  * What a session that cannot be read becomes: its `StoreCorruptionError` as it is; a system
- * error (a permission, an I/O error) as a `StoreError` naming the path; anything else unchanged.
+ * error (a permission, an I/O error, a folder where a file should be) as a `StoreError` naming
+ * the path, and the session when it is one session's file; anything else unchanged.
  */
-export function unreadable(error: unknown, folder: string): unknown {
+export function unreadable(error: unknown, folder: string, sessionId?: string): unknown {
   const code = errorCode(error);
   if (StoreCorruptionError.isInstance(error) || code === undefined) return error;
   const where = (error as { path?: unknown }).path;
@@ -159,6 +160,7 @@ export function unreadable(error: unknown, folder: string): unknown {
     message: `lowdbStore: cannot read ${file} (${reason}); check that this process may read and write ${folder} and what it holds`,
     path: file,
     code,
+    sessionId,
     cause: error,
   });
 }

@@ -40,7 +40,12 @@ export interface StoreFs {
 
 /** The default `StoreFs`: Node's `fs/promises`. */
 export const nodeStoreFs: StoreFs = {
-  readFile: (file) => readFile(file),
+  // Node leaves the path out of some errors (EISDIR from a read): the store's messages name it.
+  readFile: (file) =>
+    readFile(file).catch((error: unknown) => {
+      if (error instanceof Error && !('path' in error)) Object.assign(error, { path: file });
+      throw error;
+    }),
   readdir: (folder) => readdir(folder),
   mkdir: async (folder) => {
     await mkdir(folder);

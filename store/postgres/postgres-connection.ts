@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { TurnlogError } from '../../events/turnlog-error.ts';
 import { StoreInputError } from '../event-store.ts';
 import { StoreOpenError } from './postgres-errors.ts';
 
@@ -25,7 +26,44 @@ export interface PgPoolClient extends PgQueryable {
 export interface PgPool extends PgQueryable {
   connect(): Promise<PgPoolClient>;
   end(): Promise<void>;
+  /** A `pg.Pool`'s events: the store listens to `acquire` and `error` when the pool has them. */
+  on?(event: 'acquire' | 'connect' | 'remove', listener: (client: PgPoolClient) => void): unknown;
+  on?(event: 'error', listener: (error: Error) => void): unknown;
 }
+
+/**
+ * Time bounds of the pool `postgresStore` makes (a pool of yours keeps its own settings; the
+ * store bounds only its `close()` on it). Each in milliseconds; each default is what the store
+ * uses when it is not given.
+ */
+export interface PostgresTimeouts {
+  /** Opening a connection (TCP, TLS, authentication). Default 10,000. */
+  connectMs?: number;
+  /**
+   * One statement, from sending it to its last row; the connection is then dropped (its state is
+   * unknown), and the call rejects with `StoreUnavailableError`. Default 30,000: well above the
+   * append of a 50 MB fact on a loaded machine.
+   */
+  queryMs?: number;
+  /** An idle pooled connection is closed after this long. Default 10,000. */
+  idleMs?: number;
+  /** TCP keepalive probes start after a connection was silent this long. Default 10,000. */
+  keepAliveMs?: number;
+  /**
+   * How long `close()` waits for the database (appends in flight, UNLISTEN, ending the pool's
+   * connections) before it drops the connections it made without a goodbye. Default 5,000.
+   */
+  closeMs?: number;
+}
+
+/** The time bounds used when `timeouts` does not name them. */
+export const defaultTimeouts: Required<PostgresTimeouts> = {
+  connectMs: 10_000,
+  queryMs: 30_000,
+  idleMs: 10_000,
+  keepAliveMs: 10_000,
+  closeMs: 5_000,
+};
 
 /** Where the store keeps its tables, quoted for SQL, and its notification channel. */
 export interface PostgresSchema {
@@ -71,8 +109,12 @@ export async function openPool(options: {
   pool: PgPool | undefined;
   connectionString: string | undefined;
   schema: string;
+  timeouts: Required<PostgresTimeouts>;
 }): Promise<{ pool: PgPool; owned: boolean }> {
-  if (options.pool !== undefined) return { pool: options.pool, owned: false };
+  if (options.pool !== undefined) {
+    listenOnPool(options.pool);
+    return { pool: options.pool, owned: false };
+  }
   let pg: typeof import('pg').default;
   try {
     pg = (await import('pg')).default;
@@ -84,13 +126,33 @@ export async function openPool(options: {
       cause: error,
     });
   }
-  const pool = new pg.Pool(
-    options.connectionString === undefined ? {} : { connectionString: options.connectionString },
-  );
-  // An idle connection the server closed would otherwise be an uncaught 'error' event; the pool
-  // drops it and the next query opens a new one.
+  const { timeouts } = options;
+  const pool = new pg.Pool({
+    ...(options.connectionString === undefined
+      ? {}
+      : { connectionString: options.connectionString }),
+    connectionTimeoutMillis: timeouts.connectMs,
+    query_timeout: timeouts.queryMs,
+    idleTimeoutMillis: timeouts.idleMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: timeouts.keepAliveMs,
+  }) as unknown as PgPool;
+  listenOnPool(pool);
+  return { pool, owned: true };
+}
+
+/**
+ * Makes sure no connection event of the pool is ever an uncaught exception. An idle connection
+ * the server closed is an 'error' of the pool (it drops the connection). A checked-out one gets
+ * the store's listener in the pool's own `acquire` event, synchronously, before the pool removes
+ * its idle listener: a listener added after `await pool.connect()` came too late when the
+ * server's goodbye (57P01, a restart) arrived in the same packet as the connection's
+ * ReadyForQuery, an uncaught 'error' that ended the worker process (issue 26, defect 2).
+ */
+function listenOnPool(pool: PgPool): void {
+  if (typeof pool.on !== 'function') return;
   pool.on('error', () => {});
-  return { pool: pool as unknown as PgPool, owned: true };
+  pool.on('acquire', listenForErrors);
 }
 
 /**
@@ -124,11 +186,15 @@ export async function onConnection<T>(
   try {
     return await work(client);
   } catch (error) {
+    // A connection that failed (cut, timed out: its state is unknown) is dropped, not asked
+    // to ROLLBACK (on a wedged server that would wait a whole query timeout more).
+    broken = isConnectionError(error) ? (error as Error) : undefined;
     // Outside a transaction ROLLBACK only warns; on a dead connection it fails: drop the client.
-    await client.query('ROLLBACK').catch((rollbackError: Error) => {
-      broken = rollbackError;
-    });
-    broken ??= isConnectionError(error) ? (error as Error) : undefined;
+    if (broken === undefined) {
+      await client.query('ROLLBACK').catch((rollbackError: Error) => {
+        broken = rollbackError;
+      });
+    }
     throw error;
   } finally {
     client.release(broken);
@@ -144,14 +210,16 @@ const listened = new WeakSet<PgPoolClient>();
  * exception, which ends the process. The query in flight rejects with the same error, and the
  * caller reports that (a StoreWriteError for an append), so the event itself needs no handling.
  */
-function listenForErrors(client: PgPoolClient): void {
+export function listenForErrors(client: PgPoolClient): void {
   if (listened.has(client)) return;
   listened.add(client);
   client.on('error', () => {});
 }
 
 /** True for an error of the connection itself (not an SQL error the server answered with). */
-function isConnectionError(error: unknown): boolean {
+export function isConnectionError(error: unknown): boolean {
+  // A rule the store enforces (ConcurrencyError, LeaseLostError, …) is thrown by its own code.
+  if (TurnlogError.isTurnlogError(error)) return false;
   // Server errors carry a five-character SQLSTATE in `code`; socket errors carry E… codes or none.
   const code = (error as { code?: unknown } | undefined)?.code;
   return !(typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code));

@@ -17,7 +17,14 @@ import { cloneJson } from '../plain-json.ts';
 import type { RunInbox } from '../run-inbox.ts';
 import type { RunLeases } from '../run-leases.ts';
 import { checkFromSeq, checkSessionId, validateNewFacts } from '../session-log.ts';
-import { type PgPool, type PostgresSchema, postgresSchema } from './postgres-connection.ts';
+import {
+  defaultTimeouts,
+  type PgPool,
+  type PostgresSchema,
+  type PostgresTimeouts,
+  postgresSchema,
+} from './postgres-connection.ts';
+import { StoreUnavailableError } from './postgres-errors.ts';
 import { appendFacts, readFacts } from './postgres-facts.ts';
 import { PostgresInbox } from './postgres-inbox.ts';
 import { PostgresLeases } from './postgres-leases.ts';
@@ -38,6 +45,13 @@ export interface PostgresStoreOptions {
   partialChars?: number;
   /** Called when a subscriber throws (default: a process warning). */
   onListenerError?: ListenerErrorHandler;
+  /**
+   * Time bounds (connect 10 s, each statement 30 s, idle 10 s, keepalive after 10 s, `close()`
+   * 5 s): a database that stops answering makes each call fail with `StoreUnavailableError`
+   * (an append with `StoreWriteError`) within them, and `close()` return. A pool of yours keeps
+   * its own settings; only `closeMs` applies to it.
+   */
+  timeouts?: PostgresTimeouts;
 }
 
 /** An `EventStore` shared by several processes, with leases and an inbox per run. */
@@ -87,6 +101,7 @@ class PostgresEventStore implements PostgresStore {
       pool: options.pool,
       connectionString: options.connectionString,
       schema: this.#schema,
+      timeouts: { ...defaultTimeouts, ...definedOnly(options.timeouts) },
     });
     this.#listeners = new FactListeners({ onListenerError: options.onListenerError });
     this.#notifications = new PostgresNotifications({
@@ -155,10 +170,12 @@ class PostgresEventStore implements PostgresStore {
     this.#checkOpen('read');
     checkSessionId(sessionId, 'postgresStore.read');
     checkFromSeq(options.fromSeq, `postgresStore.read('${sessionId}')`);
-    // The appends called before this read are in it, so its last seq is what expectedSeq checks.
-    await this.#appends.settled(sessionId);
-    await this.#subscriptions.started(sessionId);
-    return this.#read(sessionId, options.fromSeq ?? 1);
+    return this.#call('read', async () => {
+      // The appends called before this read are in it, so its last seq is what expectedSeq checks.
+      await this.#appends.settled(sessionId);
+      await this.#subscriptions.started(sessionId);
+      return this.#read(sessionId, options.fromSeq ?? 1);
+    });
   }
 
   subscribe(sessionId: string, listener: (fact: Fact) => void): () => void {
@@ -168,11 +185,12 @@ class PostgresEventStore implements PostgresStore {
   }
 
   async openRuns(): Promise<OpenRun[]> {
-    this.#checkOpen('openRuns');
     // From the runs index (a partial index of open runs), never a scan of the facts.
-    const { rows } = await this.#pool.query(
-      `SELECT session_id, turn_id, run_id FROM ${this.#schema.sql}.runs
+    const { rows } = await this.#query('openRuns', (pool) =>
+      pool.query(
+        `SELECT session_id, turn_id, run_id FROM ${this.#schema.sql}.runs
        WHERE started_seq IS NOT NULL AND ended_seq IS NULL ORDER BY session_id, started_seq`,
+      ),
     );
     const runs = rows.map((row) => ({
       sessionId: String(row.session_id),
@@ -189,9 +207,8 @@ class PostgresEventStore implements PostgresStore {
   }
 
   async sessions(): Promise<string[]> {
-    this.#checkOpen('sessions');
-    const { rows } = await this.#pool.query(
-      `SELECT session_id FROM ${this.#schema.sql}.sessions WHERE last_seq > 0`,
+    const { rows } = await this.#query('sessions', (pool) =>
+      pool.query(`SELECT session_id FROM ${this.#schema.sql}.sessions WHERE last_seq > 0`),
     );
     return rows.map((row) => String(row.session_id)).sort(compare);
   }
@@ -201,11 +218,13 @@ class PostgresEventStore implements PostgresStore {
     checkSessionId(sessionId, 'postgresStore.savePartial');
     const where = 'postgresStore.savePartial';
     const bounded = boundPartial(partial, { maxChars: this.#partialChars, where, sessionId });
-    await this.#partialWrites.run(sessionId, () =>
-      this.#pool.query(
-        `INSERT INTO ${this.#schema.sql}.partials (session_id, body) VALUES ($1, $2::json)
+    await this.#call('savePartial', () =>
+      this.#partialWrites.run(sessionId, () =>
+        this.#pool.query(
+          `INSERT INTO ${this.#schema.sql}.partials (session_id, body) VALUES ($1, $2::json)
          ON CONFLICT (session_id) DO UPDATE SET body = excluded.body`,
-        [sessionId, JSON.stringify(bounded)],
+          [sessionId, JSON.stringify(bounded)],
+        ),
       ),
     );
   }
@@ -213,11 +232,13 @@ class PostgresEventStore implements PostgresStore {
   async loadPartial(sessionId: string): Promise<PartialSnapshot | undefined> {
     this.#checkOpen('loadPartial');
     checkSessionId(sessionId, 'postgresStore.loadPartial');
-    await this.#partialWrites.settled(sessionId);
-    const { rows } = await this.#pool.query(
-      `SELECT body::text AS body FROM ${this.#schema.sql}.partials WHERE session_id = $1`,
-      [sessionId],
-    );
+    const { rows } = await this.#call('loadPartial', async () => {
+      await this.#partialWrites.settled(sessionId);
+      return this.#pool.query(
+        `SELECT body::text AS body FROM ${this.#schema.sql}.partials WHERE session_id = $1`,
+        [sessionId],
+      );
+    });
     return rows[0] === undefined
       ? undefined
       : (JSON.parse(String(rows[0].body)) as PartialSnapshot);
@@ -226,10 +247,12 @@ class PostgresEventStore implements PostgresStore {
   async clearPartial(sessionId: string): Promise<void> {
     this.#checkOpen('clearPartial');
     checkSessionId(sessionId, 'postgresStore.clearPartial');
-    await this.#partialWrites.run(sessionId, () =>
-      this.#pool.query(`DELETE FROM ${this.#schema.sql}.partials WHERE session_id = $1`, [
-        sessionId,
-      ]),
+    await this.#call('clearPartial', () =>
+      this.#partialWrites.run(sessionId, () =>
+        this.#pool.query(`DELETE FROM ${this.#schema.sql}.partials WHERE session_id = $1`, [
+          sessionId,
+        ]),
+      ),
     );
   }
 
@@ -258,7 +281,9 @@ class PostgresEventStore implements PostgresStore {
   inboxItem: RunInbox['inboxItem'] = (id) =>
     this.#call('inboxItem', () => this.#inbox.inboxItem(id));
   waitForInboxOutcome: RunInbox['waitForInboxOutcome'] = (id, options) =>
-    this.#call('waitForInboxOutcome', () => this.#inbox.waitForInboxOutcome(id, options));
+    this.#call('waitForInboxOutcome', () => this.#inbox.waitForInboxOutcome(id, options), {
+      passes: (error) => error === options?.signal?.reason,
+    });
 
   subscribeInbox: RunInbox['subscribeInbox'] = (sessionId, listener) => {
     this.#checkOpen('subscribeInbox');
@@ -286,8 +311,12 @@ class PostgresEventStore implements PostgresStore {
   }
 
   async #close(): Promise<void> {
-    // Appends (and partial writes) called before close finish first.
-    await Promise.all([this.#appends.allSettled(), this.#partialWrites.allSettled()]);
+    // Appends (and partial writes) called before close finish first (each within queryMs; on a
+    // database that does not answer, close waits closeMs for them: they fail on their own).
+    await Promise.race([
+      Promise.all([this.#appends.allSettled(), this.#partialWrites.allSettled()]),
+      delay(this.#pool.timeouts.closeMs),
+    ]);
     this.#subscriptions.close();
     this.#listeners.clear();
     this.#inbox.close(
@@ -296,13 +325,34 @@ class PostgresEventStore implements PostgresStore {
           'postgresStore.waitForInboxOutcome: the store was closed while waiting; the request stays in the inbox: wait for it on an open store',
       }),
     );
-    await this.#notifications.close();
+    // UNLISTEN on a database that does not answer waits no longer than closeMs.
+    await Promise.race([this.#notifications.close(), delay(this.#pool.timeouts.closeMs)]);
     await this.#pool.close();
   }
 
-  async #call<T>(method: string, work: () => Promise<T>): Promise<T> {
+  /** `#call` for one statement on the pool. */
+  #query<T>(method: string, work: (pool: StorePool) => Promise<T>): Promise<T> {
+    return this.#call(method, () => work(this.#pool));
+  }
+
+  /**
+   * Runs a store method: refused once the store is closed; node-postgres's errors (refused,
+   * cut or timed-out connections, a server ending the session) become `StoreUnavailableError`,
+   * saying whether the method may have written (`writes`) and that a retry is safe. Turnlog's own
+   * errors, and those `passes` names (an abort signal's reason), go through as they are.
+   */
+  async #call<T>(
+    method: string,
+    work: () => Promise<T>,
+    options: { passes?: (error: unknown) => boolean } = {},
+  ): Promise<T> {
     this.#checkOpen(method);
-    return work();
+    try {
+      return await work();
+    } catch (error) {
+      if (TurnlogError.isTurnlogError(error) || options.passes?.(error) === true) throw error;
+      throw unavailable(method, error);
+    }
   }
 
   #checkOpen(method: string): void {
@@ -312,6 +362,43 @@ class PostgresEventStore implements PostgresStore {
       });
     }
   }
+}
+
+/** The methods that write: when one fails, what it wrote may or may not be committed. */
+const writingMethods = new Set([
+  'acquireLease',
+  'renewLeases',
+  'releaseLease',
+  'takeOverExpiredLeases',
+  'postToInbox',
+  'settleInboxItem',
+  'savePartial',
+  'clearPartial',
+]);
+
+/** A node-postgres error of a store method, as turnlog's `StoreUnavailableError`. */
+function unavailable(method: string, error: unknown): StoreUnavailableError {
+  const mayBeRecorded = writingMethods.has(method);
+  const code = (error as { code?: unknown } | undefined)?.code;
+  const reason = `${(error as Error)?.message ?? String(error)}${typeof code === 'string' ? `, ${code}` : ''}`;
+  return new StoreUnavailableError({
+    message: `postgresStore.${method}: the database did not answer (${reason}); ${mayBeRecorded ? 'it may or may not have recorded the call; ' : 'nothing was recorded; '}call it again once the database is back (a repeat is safe)`,
+    cause: error,
+    method,
+    mayBeRecorded,
+    retrySafe: true,
+  });
+}
+
+/** The options given, without those set to `undefined`. */
+function definedOnly<T extends object>(options: T | undefined): Partial<T> {
+  return Object.fromEntries(
+    Object.entries(options ?? {}).filter(([, value]) => value !== undefined),
+  ) as Partial<T>;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 function compare(left: string, right: string): number {

@@ -14,9 +14,10 @@ export const noChromiumLine = `browser tests did not run: no Chromium at ${chrom
 
 /**
  * Headless Chromium with a fresh profile (playwright's own browser download does not work
- * here, so it drives the system's): no sandbox, no GPU, no network of its own.
+ * here, so it drives the system's): no sandbox, no GPU, no network of its own. `extraArgs` go
+ * after the defaults (`--host-resolver-rules=…` to point a name at 127.0.0.1).
  */
-export async function launchChromium(): Promise<BrowserContext> {
+export async function launchChromium(extraArgs: readonly string[] = []): Promise<BrowserContext> {
   const profile = mkdtempSync(path.join(tmpdir(), 'turnlog-chromium-'));
   return chromium.launchPersistentContext(profile, {
     executablePath: chromiumPath,
@@ -31,6 +32,7 @@ export async function launchChromium(): Promise<BrowserContext> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...extraArgs,
     ],
   });
 }

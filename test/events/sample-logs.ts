@@ -14,6 +14,7 @@ export const sampleLogNames = [
   'stop',
   'workers',
   'traced',
+  'settings',
   'chat',
 ] as const;
 

@@ -187,7 +187,7 @@ describe('examples/embedded-server.ts over HTTP on 127.0.0.1', () => {
   it('answers bad requests with JSON errors and the right status', async () => {
     expect(await call('POST', '/sessions/s3/messages', 'not json')).toEqual({
       status: 400,
-      body: { error: 'BadRequest', message: 'The body must be JSON.' },
+      body: { error: 'HttpRefusedError', reason: 'bad-request', message: 'The body must be JSON.' },
     });
     expect(await call('POST', '/sessions/s3/messages', { message: 'hi' })).toEqual({
       status: 400,
@@ -214,6 +214,7 @@ describe('examples/embedded-server.ts over HTTP on 127.0.0.1', () => {
     const controller = new AbortController();
     const response = await fetch(`${server.url}/sessions/s5/messages`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ text: 'Remember the blue door' }),
       signal: controller.signal,
     });

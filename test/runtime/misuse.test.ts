@@ -93,7 +93,7 @@ describe('misuse of the runtime throws a named error that says what to do', () =
       'an unknown option',
       { Tools: {} },
       'Tools',
-      'createRuntime(): unknown option Tools (did you mean tools?); the options are model, tools, store, system, limits, policy, inspect, now, generateId, random, worker, telemetry. A misspelled option would otherwise be ignored.',
+      'createRuntime(): unknown option Tools (did you mean tools?); the options are model, tools, store, system, limits, settings, policy, inspect, now, generateId, random, worker, telemetry. A misspelled option would otherwise be ignored.',
     ],
     [
       'a system prompt that is not text',
@@ -172,7 +172,7 @@ describe('misuse of the runtime throws a named error that says what to do', () =
       'send',
       { sessionId: 's1', text: 'hi', extra: 1 },
       'extra',
-      'runtime.send(): unknown option extra; the options are sessionId, text, files, regenerates. A misspelled option would otherwise be ignored.',
+      'runtime.send(): unknown option extra; the options are sessionId, text, files, regenerates, settings. A misspelled option would otherwise be ignored.',
     ],
     [
       'steer',

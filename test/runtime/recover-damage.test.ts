@@ -1,4 +1,12 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,6 +17,7 @@ import type { RecoveredRun } from '../../runtime.ts';
 import { DamagedSessionError } from '../../runtime-errors.ts';
 import type { EventStore, StoreFinding } from '../../store/event-store.ts';
 import { lowdbStore } from '../../store/folder/lowdb-store.ts';
+import { nodeStoreFs, type StoreFs } from '../../store/folder/store-fs.ts';
 import { memoryStore } from '../../store/memory/memory-store.ts';
 import { sampleLogs } from '../helpers/sample-logs.ts';
 import { addTool, isFactOf, testRuntime, until } from './runtime-helpers.ts';
@@ -56,7 +65,7 @@ function storeDir(options: { segmentSize?: number } = {}) {
       edit(fact);
       return JSON.stringify(fact);
     });
-  return { open, files, editLine, editFact };
+  return { dir, open, files, editLine, editFact };
 }
 
 // Runtimes before and after a restart share one log: their ids must not repeat.
@@ -228,6 +237,82 @@ describe('runtime.recover() keeps damage where it is', () => {
       await runtime.close();
       expect(files.files('old')).toEqual(before);
     }
+  });
+
+  describe('reports a session with a segment it cannot read as damaged; the other resumes', () => {
+    /** Parks `unreadable` and `fine` (a segment per fact), breaks seq 2 of `unreadable`, recovers. */
+    async function recoverWith(
+      breakSegment: (file: string) => void,
+      options: { fs?: (file: string) => NodeJS.ErrnoException | undefined } = {},
+    ) {
+      const files = storeDir({ segmentSize: 1 });
+      await parkSessions(files.open(), ['fine', 'unreadable']);
+      const segment = path.join(files.dir, 'sessions', 'unreadable', '000001.jsonl');
+      breakSegment(segment);
+      const failing = options.fs;
+      const fs: StoreFs = {
+        ...nodeStoreFs,
+        readFile: (file) => {
+          const error = failing?.(file);
+          return error === undefined ? nodeStoreFs.readFile(file) : Promise.reject(error);
+        },
+      };
+      const { runtime } = restarted(lowdbStore({ dir: files.dir, segmentSize: 1, fs }));
+      const reports = await runtime.recover();
+      expect(bySession(reports, 'fine')).toMatchObject([{ status: 'parked' }]);
+      const [pending] = await runtime.pending('fine');
+      await runtime.decide({ sessionId: 'fine', callId: pending?.callId ?? '', decision: 'allow' });
+      const [broken] = bySession(reports, 'unreadable');
+      const error = await runtime.stop({ sessionId: 'unreadable' }).catch((caught) => caught);
+      expect(DamagedSessionError.isInstance(error)).toBe(true);
+      await runtime.close();
+      return { broken, segment };
+    }
+    const systemError = (code: string, file: string) =>
+      Object.assign(new Error(`${code}: injected, open '${file}'`), { code, path: file });
+
+    it('EIO', async () => {
+      const { broken, segment } = await recoverWith(() => {}, {
+        fs: (file) =>
+          file.endsWith(`unreadable${path.sep}000001.jsonl`) ? systemError('EIO', file) : undefined,
+      });
+      expect(broken).toMatchObject({
+        sessionId: 'unreadable',
+        status: 'damaged',
+        findings: [{ kind: 'unreadable', sessionId: 'unreadable', file: segment }],
+      });
+      expect(broken?.status === 'damaged' && broken.damage).toEqual([
+        `lowdbStore: cannot read ${segment} (EIO: injected, open '${segment}'); check that this process may read and write ${path.dirname(segment)} and what it holds`,
+      ]);
+    });
+
+    it('EACCES', async () => {
+      const { broken, segment } = await recoverWith(() => {}, {
+        fs: (file) =>
+          file.endsWith(`unreadable${path.sep}000001.jsonl`)
+            ? systemError('EACCES', file)
+            : undefined,
+      });
+      expect(broken).toMatchObject({ status: 'damaged', findings: [{ file: segment }] });
+    });
+
+    it.skipIf(process.getuid?.() === 0)(
+      'a segment this process may not read (chmod 000)',
+      async () => {
+        const { broken, segment } = await recoverWith((file) => chmodSync(file, 0));
+        expect(broken).toMatchObject({ status: 'damaged', findings: [{ file: segment }] });
+        expect(broken?.status === 'damaged' && broken.damage[0]).toContain('EACCES');
+      },
+    );
+
+    it('a folder where a segment should be', async () => {
+      const { broken, segment } = await recoverWith((file) => {
+        rmSync(file);
+        mkdirSync(file);
+      });
+      expect(broken).toMatchObject({ status: 'damaged', findings: [{ file: segment }] });
+      expect(broken?.status === 'damaged' && broken.damage[0]).toContain('EISDIR');
+    });
   });
 
   it('reports every session the store found unreadable as damaged, with its findings', async () => {

@@ -3,7 +3,12 @@
 //   GET /sessions/:id/log           → { facts, damage, storeFindings, recovered }
 //   GET /sessions/:id/view?seq=N    → the view at fact N (state, read model, request)
 //   GET /machine                    → the turn machine's chart, from its definition
-import type { EventStore, RecoveredRun, Runtime } from '../../../index.ts';
+import {
+  decodePathSegment,
+  type EventStore,
+  type RecoveredRun,
+  type Runtime,
+} from '../../../index.ts';
 import { logDamage, logViewAt } from './log-view.ts';
 import { machineChart } from './machine-chart.ts';
 
@@ -21,7 +26,7 @@ export function createLogRoutes(options: {
     if (url.pathname === '/sessions') return { status: 200, body: await store.sessions() };
     const match = /^\/sessions\/([^/]+)\/(log|view)$/.exec(url.pathname);
     if (match === null) return undefined;
-    const sessionId = decodeURIComponent(match[1] ?? '');
+    const sessionId = decodePathSegment(match[1] ?? '');
     const facts = await runtime.facts(sessionId);
     if (match[2] === 'log') {
       const findings = await store.findings();
