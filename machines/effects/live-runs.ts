@@ -464,14 +464,17 @@ export class LiveRuns implements TenureHost {
    * The order of work on the session, each piece queued on its lock when it arrives:
    * 1. the work under way: a public operation (`send`, `decide`, `steer`, `stop`), a takeover's
    *    `recover`, or a worker's inbox request; the fact that parks the run queues (2);
-   * 2. the parking: once the driver's commits are drained, a run still parked is released, its
-   *    services dropped (`drop`), then the tenure's `leave('parked')`: a worker ends the run's
-   *    inbox subscription, lets its handles follow it, and releases its lease;
-   * 3. with a worker, an inbox request that arrived after (2) was queued (the inbox delivers
-   *    asynchronously, after a read of the store): it finds the run driven here no more and
-   *    stays pending for the run's next driver (`InboxTaker`). A run rebuilt while it is parked
-   *    (`active`, e.g. by a request's sender that found nobody driving it) queues (2) before its
-   *    new inbox subscription delivers anything.
+   * 2. the parking: once the driver's commits are drained, a run still parked first does the
+   *    requests pending in its inbox (the tenure's `takeUp`; with a worker, read from the store
+   *    now, not waited for from the subscription); a run still parked after them is released,
+   *    its services dropped (`drop`), then the tenure's `leave('parked')`: a worker ends the
+   *    run's inbox subscription, lets its handles follow it, and releases its lease;
+   * 3. with a worker, an inbox request delivered after (2) finds the run driven here no more and
+   *    stays pending (`InboxTaker`); it was either done in (2) (its fact is logged) or posted
+   *    after (2) read the inbox, and then its sender, finding nobody driving the run at its next
+   *    tick, takes the run, whose parking does it in (2). Before, a run rebuilt while parked
+   *    queued (2) ahead of its new subscription's first delivery and was dropped with the
+   *    request undone, again at every tick (issue 26, defect 1).
    */
   #park(ids: RunIds, driver: RunDriver): void {
     // Serialized with decide()/steer()/stop(): one that already picked this live driver commits
@@ -485,13 +488,22 @@ export class LiveRuns implements TenureHost {
       });
   }
 
-  /** Drops a run still parked once its commits are drained (the work of `park`, under the lock). */
+  /**
+   * Drops a run still parked once its commits are drained (the work of `park`, under the lock),
+   * unless a request waits in its inbox: that is done first (`takeUp`), and the run dropped only
+   * if it is still parked after (a few rounds at most: a request that cannot be done stays
+   * pending for the next driver, which its sender brings at its next tick).
+   */
   async #dropParked(ids: RunIds, driver: RunDriver): Promise<void> {
-    // Moved on already (a decision or stop came first): nothing to wait for.
-    if (!isParked(driver)) return;
-    await driver.drained();
-    if (!isParked(driver)) return;
-    if (this.#live.get(ids.sessionId)?.driver !== driver) return;
+    for (let round = 0; round < maxTakeUpRounds; round += 1) {
+      // Moved on already (a decision or stop came first): nothing to wait for.
+      if (!isParked(driver)) return;
+      await driver.drained();
+      if (!isParked(driver)) return;
+      if (this.#live.get(ids.sessionId)?.driver !== driver) return;
+      if (!(await this.#tenure.takeUp(ids, driver))) break;
+    }
+    if (!isParked(driver) || this.#live.get(ids.sessionId)?.driver !== driver) return;
     driver.release();
     this.#drop(ids, driver, 'parked');
     await this.#tenure.leave(ids, driver, 'parked');
@@ -544,6 +556,9 @@ export class LiveRuns implements TenureHost {
     };
   }
 }
+
+/** How many times a parked run's pending requests are taken up before it is dropped anyway. */
+const maxTakeUpRounds = 4;
 
 /** True while the driver's live actor waits for a person. */
 function isParked(driver: RunDriver): boolean {

@@ -63,6 +63,13 @@ export interface RunTenure {
   /** A driver of the run starts here (its handles have sinks already): its part begins. */
   drive(ids: RunIds, driver: RunDriver): void;
   /**
+   * Does the requests waiting in the run's inbox on its live driver, now (the live runs call it
+   * under the session's lock, before they drop a parked run): true when there was one. A parked
+   * run with a request pending is taken up, not dropped: dropping it left the request for a next
+   * driver that parked it again before its inbox delivered (issue 26, defect 1).
+   */
+  takeUp(ids: RunIds, driver: RunDriver): Promise<boolean>;
+  /**
    * The driver drives the run here no more (`reason`): its part ends. Called once the live runs
    * dropped it; with `parked`, under the session's lock.
    */

@@ -34,6 +34,11 @@ export class SingleProcessTenure implements RunTenure {
 
   drive(): void {}
 
+  /** A store for one process has no inbox: every request is done by its caller. */
+  async takeUp(): Promise<boolean> {
+    return false;
+  }
+
   async leave(): Promise<void> {}
 
   supersede(): boolean {

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { Fact } from '../../events/facts.ts';
 import type { OpenRun } from '../event-store.ts';
 import { storedFactProblem, trackOpenRun } from '../session-log.ts';
 import { checkLegacySegment, readLegacySegment } from './legacy-segments.ts';
@@ -7,6 +8,15 @@ import { corruptLine, SegmentFileAdapter } from './segment-file-adapter.ts';
 import { listSessionFolder, sessionRecordName } from './session-files.ts';
 import { checkListing, checkRecordEntry, readSessionRecord } from './session-record.ts';
 import type { StoreFs } from './store-fs.ts';
+
+/** What `readTail` reads of a session. */
+export interface SessionTail {
+  sessionId: string;
+  openRuns: OpenRun[];
+  /** The last complete fact's `seq`, and that fact (retention reads when its last run ended). */
+  lastSeq: number;
+  lastFact: Fact | undefined;
+}
 
 /**
  * The open runs of a session read from its record and its tail segment alone — the header's
@@ -21,7 +31,7 @@ export async function readTail(options: {
   folder: string;
   /** The id the folder name stands for (`undefined` for a hashed name). */
   sessionId: string | undefined;
-}): Promise<{ sessionId: string; openRuns: OpenRun[] } | undefined> {
+}): Promise<SessionTail | undefined> {
   const { fs, folder } = options;
   const listing = await listSessionFolder(fs, folder, { removeTemps: false });
   if (listing === undefined) return undefined;
@@ -52,7 +62,7 @@ export async function readTail(options: {
         );
       }
       const openRuns = document.openRuns.map(({ turnId, runId }) => ({ sessionId, turnId, runId }));
-      return { sessionId, openRuns };
+      return { sessionId, openRuns, lastSeq: firstSeq + facts.length - 1, lastFact: facts.at(-1) };
     }
     const data = await new SegmentFileAdapter(file, { fs }).read();
     if (data === null || data.facts.length === 0) {
@@ -91,7 +101,8 @@ export async function readTail(options: {
         recordFile,
       );
     }
-    return { sessionId, openRuns: [...open.values()] };
+    const lastSeq = header.firstSeq + facts.length - 1;
+    return { sessionId, openRuns: [...open.values()], lastSeq, lastFact: facts.at(-1) };
   }
   return undefined;
 }

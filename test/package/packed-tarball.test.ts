@@ -2,15 +2,17 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   cpSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,16 +38,20 @@ const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) a
   packages: Record<string, LockedPackage>;
 };
 const locked = (name: string) => lock.packages[`node_modules/${name}`]?.version ?? 'missing';
-const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+const manifestText = readFileSync(join(root, 'package.json'), 'utf8');
+const manifest = JSON.parse(manifestText) as {
   name: string;
   version: string;
+  files: string[];
   dependencies: Record<string, string>;
   engines: Record<string, string>;
   peerDependencies: Record<string, string>;
   peerDependenciesMeta: Record<string, { optional?: boolean }>;
+  allowScripts: Record<string, boolean>;
 };
 
 let work: string;
+let staging: string;
 let app: string;
 let installed: string;
 
@@ -84,23 +90,26 @@ await runtime.close();
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'turnlog-package-'));
-  const staging = join(work, 'turnlog');
+  // A copy of what a pack reads (the manifest, the shipped sources, the build's configuration,
+  // the prepack script), built and packed there, so the worktree's own dist/ is left alone.
+  staging = join(work, 'turnlog');
   mkdirSync(staging);
-  for (const file of ['package.json', 'README.md', 'LICENSE']) {
-    cpSync(join(root, file), join(staging, file));
-  }
-  // Built into the staging copy, so the worktree's own dist/ is left alone.
+  const copied = [
+    ...manifest.files.filter((file) => file !== 'dist'),
+    'package.json',
+    'README.md',
+    'tsconfig.json',
+    'tsconfig.build.json',
+    'scripts/pack-manifest.ts',
+  ];
+  for (const file of copied) cpSync(join(root, file), join(staging, file), { recursive: true });
+  symlinkSync(join(root, 'node_modules'), join(staging, 'node_modules'));
   await run(
     process.execPath,
-    [
-      join(root, 'node_modules/typescript/bin/tsc'),
-      '-p',
-      join(root, 'tsconfig.build.json'),
-      '--outDir',
-      join(staging, 'dist'),
-    ],
-    { cwd: root },
+    [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(staging, 'tsconfig.build.json')],
+    { cwd: staging },
   );
+  // Not --ignore-scripts: prepack and postpack are part of what a pack does.
   const { stdout } = await run('npm', ['pack', '--silent', '--pack-destination', work], {
     cwd: staging,
   });
@@ -119,6 +128,8 @@ beforeAll(async () => {
         ai: locked('ai'),
         zod: locked('zod'),
         '@ai-sdk/provider': locked('@ai-sdk/provider'),
+        '@ai-sdk/openai': locked('@ai-sdk/openai'),
+        '@types/node': locked('@types/node'),
       },
     }),
   );
@@ -136,13 +147,30 @@ beforeAll(async () => {
         allowImportingTsExtensions: true,
         noEmit: true,
         skipLibCheck: false,
-        types: [],
+        // A Node app: turnlog's HTTP adapter names node:http's types.
+        types: ['node'],
       },
-      files: ['app.ts'],
+      files: ['app.ts', 'quickstart.ts'],
     }),
   );
   writeFileSync(join(app, 'app.ts'), consumer);
-  const closure = lockfileClosure(['lowdb', 'xstate', 'ai', 'zod', '@ai-sdk/provider']);
+  // The README's quickstart, as a user copies it into an app.
+  writeFileSync(
+    join(app, 'quickstart.ts'),
+    readFileSync(join(root, 'examples/quickstart.ts'), 'utf8').replace(
+      "from '../index.ts'",
+      "from 'turnlog'",
+    ),
+  );
+  const closure = lockfileClosure([
+    'lowdb',
+    'xstate',
+    'ai',
+    'zod',
+    '@ai-sdk/provider',
+    '@ai-sdk/openai',
+    '@types/node',
+  ]);
   for (const path of closure) {
     cpSync(join(root, path), join(app, path), { recursive: true });
   }
@@ -165,8 +193,10 @@ afterAll(() => {
 });
 
 describe('the packed tarball in a fresh app', () => {
-  it('ships dist, the LICENSE and a manifest with peers, and nothing else', () => {
-    expect(readdirSync(installed).sort()).toEqual(['LICENSE', 'README.md', 'dist', 'package.json']);
+  it('ships dist, the sources its maps name, the LICENSE and a manifest with peers, and nothing else', () => {
+    expect(readdirSync(installed).sort()).toEqual(
+      [...manifest.files, 'README.md', 'package.json'].sort(),
+    );
     const shipped = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
     expect(shipped.dependencies).toEqual(manifest.dependencies);
     expect(Object.keys(shipped.dependencies).sort()).toEqual(['lowdb', 'xstate']);
@@ -243,6 +273,148 @@ describe('the packed tarball in a fresh app', () => {
         map,
       ).toBe(true);
     }
+  });
+});
+
+describe("the packed tarball's manifest", () => {
+  it('has the fields tools and registries read: types, main, sideEffects, repository, homepage, bugs', () => {
+    const shipped = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
+    expect(shipped).toMatchObject({
+      main: './dist/index.js',
+      types: './dist/index.d.ts',
+      sideEffects: false,
+      exports: {
+        '.': {
+          types: './dist/index.d.ts',
+          import: './dist/index.js',
+          require: './dist/require.cjs',
+        },
+        './package.json': './package.json',
+      },
+      repository: {
+        type: 'git',
+        url: expect.stringMatching(/^git\+https:\/\/github\.com\/.+\.git$/),
+      },
+    });
+    const repository = shipped.repository.url.replace(/^git\+/, '').replace(/\.git$/, '');
+    expect(shipped.homepage).toBe(`${repository}#readme`);
+    expect(shipped.bugs).toEqual({ url: `${repository}/issues` });
+    for (const file of [shipped.main, shipped.types]) {
+      expect(existsSync(join(installed, file)), file).toBe(true);
+    }
+  });
+
+  it("leaves the dev-only allowScripts out of the tarball, and in the repository's package.json", () => {
+    const shipped = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
+    expect(shipped.allowScripts).toBeUndefined();
+    expect(Object.keys(manifest.allowScripts).length).toBeGreaterThan(0);
+    // postpack put the staging copy's manifest back byte for byte, and left no backup behind.
+    expect(readFileSync(join(staging, 'package.json'), 'utf8')).toBe(manifestText);
+    expect(existsSync(join(staging, 'package.json.prepack'))).toBe(false);
+  });
+
+  it('exports ./package.json, so tools can read the installed version', async () => {
+    const { stdout } = await run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "import manifest from 'turnlog/package.json' with { type: 'json' }; console.log(manifest.version);",
+      ],
+      { cwd: app },
+    );
+    expect(stdout.trim()).toBe(manifest.version);
+  });
+
+  it('asks for no Node older than its dependencies need, and the README says the same', () => {
+    const minimum = (range: string | undefined) => Number(/>=\s*(\d+)/.exec(range ?? '')?.[1] ?? 0);
+    const ours = minimum(manifest.engines.node);
+    const needed = Math.max(
+      ...['ai', '@ai-sdk/provider', 'lowdb', 'xstate', 'zod'].map((name) =>
+        minimum(
+          (lock.packages[`node_modules/${name}`] as { engines?: { node?: string } }).engines?.node,
+        ),
+      ),
+    );
+    expect(ours).toBe(needed);
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    expect(readme).toContain(`**Node ≥ ${ours}, ESM only.**`);
+    expect(readme).toContain(`Node ${ours} or newer on the machine`);
+  });
+});
+
+describe('declaration maps', () => {
+  it('map every declaration file to a shipped source, so go-to-definition opens the TypeScript', () => {
+    const declarations = listFiles(join(installed, 'dist')).filter((file) =>
+      file.endsWith('.d.ts'),
+    );
+    expect(declarations.length).toBeGreaterThan(40);
+    for (const declaration of declarations) {
+      const map = JSON.parse(readFileSync(`${declaration}.map`, 'utf8')) as { sources: string[] };
+      expect(map.sources, declaration).toHaveLength(1);
+      const source = join(dirname(declaration), map.sources[0] ?? '');
+      expect(existsSync(source), `${declaration} → ${source}`).toBe(true);
+      expect(source.endsWith('.ts') || source.endsWith('.cts'), source).toBe(true);
+    }
+    const index = JSON.parse(readFileSync(join(installed, 'dist', 'index.d.ts.map'), 'utf8'));
+    expect(index.sources).toEqual(['../index.ts']);
+  });
+});
+
+describe('consumers by module resolution', () => {
+  const consumerSource = `import { createRuntime, memoryStore, scriptedModel, type TurnResult } from 'turnlog';
+const runtime = createRuntime({ model: scriptedModel([{ text: 'Hi.' }]), store: memoryStore() });
+const done: Promise<TurnResult> = runtime.send({ sessionId: 's', text: 'Hi' }).then((turn) => turn.done);
+// @ts-expect-error: the types are found, so a wrong option is an error
+createRuntime({ model: scriptedModel([]), stores: memoryStore() });
+export { done };
+`;
+
+  it.each([
+    { resolution: 'node', compiler: 'typescript-5', module: 'esnext' },
+    { resolution: 'bundler', compiler: 'typescript', module: 'esnext' },
+    { resolution: 'nodenext', compiler: 'typescript', module: 'nodenext' },
+  ])(
+    'finds the types with moduleResolution "$resolution" ($compiler)',
+    async ({ resolution, compiler, module }) => {
+      const folder = join(app, `resolution-${resolution}`);
+      mkdirSync(folder, { recursive: true });
+      writeFileSync(join(folder, 'consumer.ts'), consumerSource);
+      writeFileSync(
+        join(folder, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            target: 'es2022',
+            lib: ['es2023', 'dom'],
+            module,
+            moduleResolution: resolution,
+            strict: true,
+            noEmit: true,
+            skipLibCheck: true,
+            types: [],
+          },
+          files: ['consumer.ts'],
+        }),
+      );
+      const tsc = join(root, 'node_modules', compiler, 'bin', 'tsc');
+      const result = await run(process.execPath, [tsc, '-p', folder, '--pretty', 'false'], {
+        cwd: folder,
+      }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
+      expect(result.stdout.split('\n').filter((line) => /error TS\d+/.test(line))).toEqual([]);
+    },
+    120_000,
+  );
+});
+
+describe("the README's quickstart, copied into an app", () => {
+  it('typechecks against the installed package and runs offline', async () => {
+    const { stdout, stderr } = await run(process.execPath, ['quickstart.ts'], {
+      cwd: app,
+      env: { ...process.env, OPENAI_API_KEY: '', TURNLOG_DIR: join(app, '.turnlog') },
+    });
+    expect(stderr).toBe('');
+    expect(stdout).toContain('completed (end_turn) in 2 steps. The log:');
+    expect(stdout).toContain('It is 18 °C and sunny in Paris: a good day for a walk.');
   });
 });
 

@@ -221,6 +221,54 @@ describe('workers on one postgresStore', () => {
     expect(work.executions).toEqual(['j1']);
   });
 
+  it('does two decisions sent at once to two workers for the two calls of one step, each promptly and once', async () => {
+    // Issue 26, defect 1: the second decision, posted to the inbox while the other worker held
+    // the parked run briefly, was parked again undone, over and over, until close().
+    const work = workTool('ask');
+    const twoCalls = (call: LanguageModelV4CallOptions) =>
+      call.prompt.some((message) => message.role === 'tool')
+        ? { text: 'Both done.' }
+        : {
+            toolCalls: [
+              { id: 'call_1', name: 'work', input: { job: 'j1' } },
+              { id: 'call_2', name: 'work', input: { job: 'j2' } },
+            ],
+          };
+    const twoCallWorker = (id: string) => {
+      const runtime = createRuntime({
+        model: scriptedModel(Array.from({ length: 40 }, () => twoCalls)),
+        tools: { work: work.tool },
+        store: database.open(),
+        generateId: prefixed(id),
+        worker: { id, leaseMs: 1_000 },
+      });
+      runtimes.push(runtime);
+      return runtime;
+    };
+    const a = twoCallWorker('a');
+    const b = twoCallWorker('b');
+    const sessions = Array.from({ length: 8 }, (_, index) => `s${index + 1}`);
+    const turns = await Promise.all(sessions.map((sessionId) => a.send({ sessionId, text: 'go' })));
+    for (const turn of turns) await until(turn, isFactOf('tool.permission.requested'));
+    for (const sessionId of sessions) {
+      await expect.poll(async () => (await a.pending(sessionId)).length).toBe(2);
+    }
+    // Each pair at once. A decision left pending waited for ever (the run went from worker to
+    // worker, parked again each time): the race below ends the test long before its timeout.
+    const decided = Promise.all(
+      sessions.map((sessionId) =>
+        Promise.all([
+          a.decide({ sessionId, callId: 'call_1', decision: 'allow' }),
+          b.decide({ sessionId, callId: 'call_2', decision: 'allow' }),
+        ]),
+      ),
+    ).then(() => 'decided');
+    const stuck = new Promise((resolve) => setTimeout(() => resolve('a decision hung'), 15_000));
+    expect(await Promise.race([decided, stuck])).toBe('decided');
+    for (const turn of turns) expect(await turn.done).toMatchObject({ status: 'completed' });
+    expect(work.executions.sort()).toEqual(sessions.flatMap(() => ['j1', 'j2']).sort());
+  }, 60_000);
+
   it("throws a refusal from the driver's worker as the driver's error class", async () => {
     const work = workTool();
     const release = work.hold();
@@ -242,13 +290,20 @@ describe('workers on one postgresStore', () => {
     const work = workTool();
     const release = work.hold();
     const frozen = freezable(database.open());
-    const a = worker('a', work.tool, { leaseMs: 400, store: frozen.store });
+    // A long lease, run out by hand once a is frozen: a 400 ms lease could lapse on a loaded
+    // machine before the freeze, and a's own scan took the run back (a/2, not b/2).
+    const a = worker('a', work.tool, { leaseMs: 60_000, store: frozen.store });
     const turn = await a.send({ sessionId: 's1', text: 'go' });
     await until(turn, isFactOf('tool.started'));
     // a stops: no renewal, no append gets through (a SIGSTOP, a partition).
     frozen.freeze();
     release();
-    const b = worker('b', work.tool, { leaseMs: 400 });
+    const admin = database.pool();
+    await admin.query(
+      `UPDATE "${database.schema}".leases SET expires_at = clock_timestamp() - interval '1 second' WHERE session_id = 's1'`,
+    );
+    await admin.end();
+    const b = worker('b', work.tool, { leaseMs: 2_000 });
     const reader = database.open();
     await expect
       .poll(

@@ -64,6 +64,19 @@ export class InboxTaker {
     this.#subscriptions.delete(driver.runId);
   }
 
+  /**
+   * Under the session's lock, before the live runs drop the parked run: does the requests
+   * pending in its inbox now, on `driver`, oldest first, instead of waiting for the
+   * subscription to deliver them (it may deliver them only after the run was dropped). True when
+   * there was one. A request its subscription delivers too is a no-op then (its fact is logged).
+   */
+  async takeUp(ids: RunIds, driver: RunDriver): Promise<boolean> {
+    if (this.#subscriptions.get(ids.runId)?.driver !== driver) return false;
+    const pending = await this.#store.pendingInbox({ sessionId: ids.sessionId, runId: ids.runId });
+    for (const item of pending) await this.#performAndSettle(ids, item);
+    return pending.length > 0;
+  }
+
   /** Ends every inbox subscription (the runtime closes). */
   close(): void {
     for (const { unsubscribe } of this.#subscriptions.values()) unsubscribe();

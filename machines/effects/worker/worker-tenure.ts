@@ -133,6 +133,10 @@ export class WorkerTenure implements RunTenure {
     this.#inbox.take(ids, driver);
   }
 
+  takeUp(ids: RunIds, driver: RunDriver): Promise<boolean> {
+    return this.#inbox.takeUp(ids, driver);
+  }
+
   async leave(ids: RunIds, driver: RunDriver, reason: LeaveReason): Promise<void> {
     this.#inbox.drop(driver);
     switch (reason) {
