@@ -16,6 +16,7 @@ export const sampleLogNames = [
   'traced',
   'reconciled',
   'settings',
+  'chat',
 ] as const;
 
 export type SampleLogName = (typeof sampleLogNames)[number];
