@@ -141,15 +141,7 @@ describe('turnlog purge, export and import', () => {
     expect(text.split('\n')[0]).toBe(
       '{"format":"turnlog.session-archive/1","sessionId":"ended_1","facts":3}',
     );
-    const written = await turnlog([
-      'export',
-      'ended_1',
-      '--dir',
-      dir,
-      '--out',
-      out,
-      '--json',
-    ]);
+    const written = await turnlog(['export', 'ended_1', '--dir', dir, '--out', out, '--json']);
     expect(JSON.parse(written.stdout)).toEqual({
       sessionId: 'ended_1',
       facts: 3,
