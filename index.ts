@@ -211,6 +211,8 @@ export {
   type Runtime,
   type RuntimeOptions,
   runtimeVersion,
+  type SendInput,
+  type UserFile,
   type WorkerOptions,
 } from './runtime.ts';
 export type { EventStore, OpenRun, StoreFinding } from './store/event-store.ts';

@@ -201,11 +201,31 @@ const optionsSchema = z.strictObject({
 
 const sessionIdSchema = idSchema;
 
+/** The most files one message may carry (`send({ files })`). */
+export const maxUserFiles = 8;
+/** The largest file a message may carry, in bytes: it is recorded in the log, as base64. */
+export const maxUserFileBytes = 4 * 1024 * 1024;
+
+const userFileSchema = z.strictObject({
+  mediaType: nonEmptyText,
+  data: z
+    .base64({ error: 'must be the file as base64 (no data: prefix)' })
+    .max(Math.ceil(maxUserFileBytes / 3) * 4, {
+      error: `must be at most ${maxUserFileBytes / 1024 / 1024} MiB (the log records it whole)`,
+    }),
+  filename: optionalText,
+});
+
 /** The schemas of the runtime's methods (their one argument). */
 const methodSchemas = {
   send: z.strictObject({
     sessionId: sessionIdSchema,
     text: nonEmptyText,
+    files: z
+      .array(userFileSchema, { error: 'must be an array of { mediaType, data, filename? }' })
+      .max(maxUserFiles, { error: `must hold at most ${maxUserFiles} files` })
+      .optional(),
+    regenerates: nonEmptyText.optional(),
     settings: settingsSchema.optional(),
   }),
   decide: z.strictObject({

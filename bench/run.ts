@@ -1,9 +1,10 @@
 // Runs every benchmark and prints one markdown table per benchmark (npm run bench).
 // Pick some by name: npm run bench -- overhead log-size
 // Names: adapter, store, overhead, telemetry, postgres-store, workers, session-length, log-size,
-// rehydration, parked-memory.
+// rehydration, parked-memory, live-replay.
 import { loadavg } from 'node:os';
 import { adapterTable, benchAdapter } from './adapter.ts';
+import { benchLiveReplay, liveReplayTable } from './live-replay-memory.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
 import { describeMachine } from './machine.ts';
 import { benchOverhead, overheadTable } from './overhead.ts';
@@ -40,6 +41,8 @@ const benchmarks: Record<string, () => Promise<BenchTable | BenchTable[]>> = {
   'log-size': async () => logSizeTable(await benchLogSize()),
   rehydration: async () => rehydrationTable(await benchRehydration()),
   'parked-memory': async () => parkedMemoryTable(await benchParkedMemory()),
+  // A live run's replay and its resume streams: folded deltas against every delta kept (issue 29).
+  'live-replay': async () => liveReplayTable(await benchLiveReplay()),
 };
 
 const requested = process.argv.slice(2);

@@ -42,6 +42,13 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     strict ? z.record(z.string(), jsonValue) : jsonObject,
   );
 
+  // A file a user attached to a message, as run.started records it.
+  const userFile = object({
+    mediaType: nonEmpty,
+    /** The bytes, base64 (no data: prefix). */
+    data: z.string(),
+    filename: z.string().optional(),
+  });
   const finishReason = object({
     unified: z.enum([
       'stop',
@@ -241,7 +248,19 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
   /** The payload of each fact type. */
   const payloads = {
     'run.started': {
-      input: object({ text: z.string() }),
+      input: object({
+        text: z.string(),
+        /**
+         * Files the user attached (images, PDFs), their bytes as base64; absent in logs before
+         * files were recorded, and when none was attached.
+         */
+        files: z.array(userFile).optional(),
+      }),
+      /**
+       * The run this one supersedes: a `regenerate()` of its answer, for the same input (the UI
+       * shows the newer answer only); absent for a new message.
+       */
+      regenerates: z.string().optional(),
       runtimeVersion: z.string(),
       limits: runLimits,
       /** Sampling settings and provider options of the run's requests; absent when none were given. */

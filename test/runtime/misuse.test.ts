@@ -190,7 +190,7 @@ describe('misuse of the runtime throws a named error that says what to do', () =
       'send',
       { sessionId: 's1', text: 'hi', extra: 1 },
       'extra',
-      'runtime.send(): unknown option extra; the options are sessionId, text, settings. A misspelled option would otherwise be ignored.',
+      'runtime.send(): unknown option extra; the options are sessionId, text, files, regenerates, settings. A misspelled option would otherwise be ignored.',
     ],
     [
       'steer',

@@ -59,7 +59,7 @@ export function MessageView({
 
 const stateLabels: Record<ToolPart['state'], string> = {
   'input-streaming': 'receiving input…',
-  'input-available': 'waiting to run',
+  'input-available': 'running…',
   'approval-requested': 'asks for your approval',
   'approval-responded': 'answered, running…',
   'output-available': 'done',
@@ -96,7 +96,6 @@ function ToolView({
             : stateLabels[part.state]}
         </span>
         {byProvider && <span className="muted"> run by the provider</span>}
-        {approval?.isAutomatic === true && <span className="muted"> (by the policy)</span>}
       </header>
       <pre className="input">{JSON.stringify(part.input)}</pre>
       {part.state === 'approval-requested' && approval !== undefined && (
