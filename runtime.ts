@@ -103,8 +103,13 @@ export interface RuntimeOptions<TTools extends RuntimeTools = RuntimeTools> {
 
 /** A worker's settings (`createRuntime({ worker })`). */
 export interface WorkerOptions {
+  /** The worker's id (a key in the store: well-formed text without NUL). Default: a random id. */
   id?: string;
-  /** How long a run's lease lasts without a renewal (renewed every `leaseMs / 3`). Default 15,000. */
+  /**
+   * How long a run's lease lasts without a renewal (renewed every `leaseMs / 3`; expired leases
+   * are looked for every `leaseMs / 4`). Default 15,000; from 100 to 3,600,000 (an hour), else
+   * `InvalidArgumentError`.
+   */
   leaseMs?: number;
 }
 

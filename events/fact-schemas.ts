@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { idProblem } from './ids.ts';
 import type { JsonValue } from './json.ts';
 
 /**
@@ -24,6 +25,15 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     (strict ? z.strictObject(shape) : z.object(shape)) as z.ZodObject<TShape>;
   const whole = (min: number) => (strict ? z.number().int().min(min) : z.number());
   const nonEmpty = strict ? z.string().min(1) : z.string();
+  // An id is a key (a folder name, a PostgreSQL text column): well-formed, without NUL.
+  const id = strict
+    ? z
+        .string()
+        .min(1)
+        .refine((value) => idProblem(value) === undefined, {
+          error: 'must be well-formed UTF-16 without NUL (a lone surrogate or NUL cannot be a key)',
+        })
+    : z.string();
 
   // Opaque provider data, replayed to the provider as it was: a read checks its two levels
   // (provider → options object), an append every value in them.
@@ -221,16 +231,16 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
 
   /** The envelope every stored fact has. `state` is the turn machine's state after the fact. */
   const envelope = {
-    id: nonEmpty,
+    id,
     seq: whole(1),
     /** ISO 8601 time of the commit. */
     at: z.string(),
-    sessionId: nonEmpty,
-    turnId: nonEmpty,
-    runId: nonEmpty,
+    sessionId: id,
+    turnId: id,
+    runId: id,
     state: z.string().optional(),
     /** The worker that appended it under a lease (`RunLeases`); absent in single-process logs. */
-    workerId: nonEmpty.optional(),
+    workerId: id.optional(),
     /** The epoch of that worker's lease on the run (its fencing token); with `workerId` only. */
     leaseEpoch: whole(1).optional(),
   };

@@ -109,9 +109,11 @@ function Chat({ sessionId, initial }: { sessionId: string; initial: TurnlogUIMes
 
   // useChat's stop() only closes the stream: the run itself is stopped by chatHandler's route.
   async function stop() {
+    // An action is JSON, or the server's trust layer refuses it (as it refuses a cross-site form).
     await fetch(`/api/chat/${encodeURIComponent(sessionId)}/stop`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
+      body: '{}',
     });
     // A streaming run ends on its stream (abort). A parked one has no stream open: follow it
     // to its end (the stop is durable, the cancellations come after), then read the log.

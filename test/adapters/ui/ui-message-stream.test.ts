@@ -91,7 +91,11 @@ describe('toUIMessageStream, read as useChat reads it', () => {
       'message-metadata',
       'finish',
     ]);
-    expect(chunks.filter((chunk) => chunk.type === 'text-delta')).toHaveLength(2);
+    // Deltas the reader had not reached yet arrive folded (the handle's replay is bounded,
+    // issue 29 item 5): one or two, the text whole either way.
+    const deltas = chunks.flatMap((chunk) => (chunk.type === 'text-delta' ? [chunk.delta] : []));
+    expect(deltas.join('')).toBe('Hello there.');
+    expect(deltas.length).toBeLessThanOrEqual(2);
     expect(chunks.at(-1)).toEqual({
       type: 'finish',
       finishReason: 'stop',
