@@ -102,7 +102,12 @@ function Chat({ sessionId, initial }: { sessionId: string; initial: TurnlogUIMes
   }, [waitingAt, reconnecting, sessionId, resumeStream, setMessages]);
 
   async function stop() {
-    await fetch(`/sessions/${encodeURIComponent(sessionId)}/stop`, { method: 'POST' });
+    // An action's body is JSON (the server's trust layer refuses any other: 415).
+    await fetch(`/sessions/${encodeURIComponent(sessionId)}/stop`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     // A streaming run ends on its stream (abort). A parked one has no stream open: follow it
     // to its end (the stop is durable, the cancellations come after), then read the log.
     if (busy) return;

@@ -96,7 +96,13 @@ function ToolView({
             : stateLabels[part.state]}
         </span>
         {byProvider && <span className="muted"> run by the provider</span>}
-        {approval?.isAutomatic === true && <span className="muted"> (by the policy)</span>}
+        {/* Decided with nobody asked: by the tool's own permission or the runtime's policy (the
+            log does not say which), so not "by the policy" */}
+        {approval?.isAutomatic === true && (
+          <span className="muted">
+            {approval.approved === false ? ' (denied without asking)' : ' (allowed without asking)'}
+          </span>
+        )}
       </header>
       <pre className="input">{JSON.stringify(part.input)}</pre>
       {part.state === 'approval-requested' && approval !== undefined && (
