@@ -141,6 +141,8 @@ function Session({
   // Whether the timeline was fitted to the window once (on open).
   const fitted = useRef(false);
   useEffect(() => {
+    // Runs again when the log grows: the list holds new facts, maybe the selected one.
+    if (log === undefined) return;
     const list = timeline.current;
     const selected = list?.querySelector<HTMLElement>(`button[data-seq="${seq}"]`);
     if (list === null || selected === null || selected === undefined) return;
