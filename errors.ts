@@ -34,6 +34,7 @@ export {
 } from './store/event-store.ts';
 export { StoreOpenError, StoreUnavailableError } from './store/postgres/postgres-errors.ts';
 export { LeaseLostError, RunLeasedError } from './store/run-leases.ts';
+export { ArchiveFormatError, SessionExistsError } from './store/session-retention.ts';
 
 // Tools: definitions, permissions and decisions, MCP (tools/).
 export { McpToolsError } from './tools/mcp/mcp-client.ts';

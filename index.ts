@@ -38,6 +38,7 @@ export {
   toUIMessages,
 } from './adapters/ui/ui-message-stream.ts';
 export {
+  ArchiveFormatError,
   ConcurrencyError,
   DamagedSessionError,
   DecisionConflictError,
@@ -56,6 +57,7 @@ export {
   RuntimeClosedError,
   ScriptExhaustedError,
   SessionBusyError,
+  SessionExistsError,
   StoreClosedError,
   StoreCorruptionError,
   StoreError,
@@ -209,6 +211,8 @@ export {
   type Runtime,
   type RuntimeOptions,
   runtimeVersion,
+  type SendInput,
+  type UserFile,
   type WorkerOptions,
 } from './runtime.ts';
 export type { EventStore, OpenRun, StoreFinding } from './store/event-store.ts';
@@ -221,6 +225,21 @@ export {
   type PostgresStoreOptions,
   postgresStore,
 } from './store/postgres/postgres-store.ts';
+export {
+  type PurgeOptions,
+  type PurgeProgress,
+  type PurgeReport,
+  purgeSessions,
+} from './store/retention/purge-sessions.ts';
+export {
+  decodeSessionArchive,
+  encodeSessionArchive,
+  exportSession,
+  importSession,
+  type SessionArchive,
+  type SessionArchiveHeader,
+  sessionArchiveFormat,
+} from './store/retention/session-archive.ts';
 export type {
   InboxItem,
   InboxOutcome,
@@ -229,6 +248,12 @@ export type {
   RunInbox,
 } from './store/run-inbox.ts';
 export type { LeaseAttempt, RunLease, RunLeaseState, RunLeases } from './store/run-leases.ts';
+export type {
+  EndedSession,
+  RemovedSession,
+  SessionRetention,
+  SessionToRemove,
+} from './store/session-retention.ts';
 export {
   type WorkspaceTools,
   type WorkspaceToolsOptions,

@@ -1,9 +1,11 @@
 // Runs every benchmark and prints one markdown table per benchmark (npm run bench).
 // Pick some by name: npm run bench -- overhead log-size
 // Names: adapter, store, overhead, telemetry, postgres-store, workers, session-length, log-size,
-// rehydration, parked-memory.
+// rehydration, parked-memory, live-replay, deploy-check.
 import { loadavg } from 'node:os';
 import { adapterTable, benchAdapter } from './adapter.ts';
+import { benchDeployCheck, deployCheckTable } from './deploy-check.ts';
+import { benchLiveReplay, liveReplayTable } from './live-replay-memory.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
 import { describeMachine } from './machine.ts';
 import { benchOverhead, overheadTable } from './overhead.ts';
@@ -40,6 +42,10 @@ const benchmarks: Record<string, () => Promise<BenchTable | BenchTable[]>> = {
   'log-size': async () => logSizeTable(await benchLogSize()),
   rehydration: async () => rehydrationTable(await benchRehydration()),
   'parked-memory': async () => parkedMemoryTable(await benchParkedMemory()),
+  // A live run's replay and its resume streams: folded deltas against every delta kept (issue 29).
+  'live-replay': async () => liveReplayTable(await benchLiveReplay()),
+  // The deploy check over 10,000 and 100,000 parked runs (issue 28).
+  'deploy-check': async () => deployCheckTable(await benchDeployCheck()),
 };
 
 const requested = process.argv.slice(2);

@@ -1,20 +1,31 @@
 import type { ModelAdapter } from '../adapters/model-adapter.ts';
 import type { Fact } from '../events/facts.ts';
 import { hashJson } from '../events/json.ts';
+import { isSharedStore } from '../machines/effects/worker/worker-leases.ts';
 import { recordedStateHasTag } from '../machines/pure/state-tags.ts';
 import { createRuntime, type Runtime } from '../runtime.ts';
 import type { EventStore } from '../store/event-store.ts';
+import { CliError } from './cli-error.ts';
 import type { CommandContext } from './command-definition.ts';
 
 /**
  * A runtime on the CLI's store, built from the `--runtime` module's options, so an action goes
  * through the runtime's own API and checks (`decide`, `stop`), with the application's tools,
- * model and policy for whatever the run does next. Without a module (`stop` only) the model is
- * one that refuses every request: stopping a run never asks the model.
+ * model and policy for whatever the run does next. Without a module (`stop` on the folder store
+ * only) the model is one that refuses every request: stopping a run never asks the model.
  */
 export async function cliRuntime(context: CommandContext): Promise<Runtime> {
   const options = await context.runtimeOptions();
   const store = await context.store();
+  if (options === undefined && isSharedStore(store)) {
+    // A runtime on a shared store is a worker: while the command runs it may take over the runs
+    // of workers that died, and it must drive them with the application's model, never none.
+    throw new CliError({
+      message:
+        'turnlog: on PostgreSQL this command needs --runtime FILE: its runtime is a worker for as long as it runs, and may take over runs whose workers died; it must drive them with your tools and model',
+      exit: 'usage',
+    });
+  }
   return createRuntime({ ...(options ?? { model: noModel }), store });
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { idProblem } from './ids.ts';
 import type { JsonValue } from './json.ts';
 
 /**
@@ -24,6 +25,15 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     (strict ? z.strictObject(shape) : z.object(shape)) as z.ZodObject<TShape>;
   const whole = (min: number) => (strict ? z.number().int().min(min) : z.number());
   const nonEmpty = strict ? z.string().min(1) : z.string();
+  // An id is a key (a folder name, a PostgreSQL text column): well-formed, without NUL.
+  const id = strict
+    ? z
+        .string()
+        .min(1)
+        .refine((value) => idProblem(value) === undefined, {
+          error: 'must be well-formed UTF-16 without NUL (a lone surrogate or NUL cannot be a key)',
+        })
+    : z.string();
 
   // Opaque provider data, replayed to the provider as it was: a read checks its two levels
   // (provider → options object), an append every value in them.
@@ -32,6 +42,13 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     strict ? z.record(z.string(), jsonValue) : jsonObject,
   );
 
+  // A file a user attached to a message, as run.started records it.
+  const userFile = object({
+    mediaType: nonEmpty,
+    /** The bytes, base64 (no data: prefix). */
+    data: z.string(),
+    filename: z.string().optional(),
+  });
   const finishReason = object({
     unified: z.enum([
       'stop',
@@ -214,16 +231,16 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
 
   /** The envelope every stored fact has. `state` is the turn machine's state after the fact. */
   const envelope = {
-    id: nonEmpty,
+    id,
     seq: whole(1),
     /** ISO 8601 time of the commit. */
     at: z.string(),
-    sessionId: nonEmpty,
-    turnId: nonEmpty,
-    runId: nonEmpty,
+    sessionId: id,
+    turnId: id,
+    runId: id,
     state: z.string().optional(),
     /** The worker that appended it under a lease (`RunLeases`); absent in single-process logs. */
-    workerId: nonEmpty.optional(),
+    workerId: id.optional(),
     /** The epoch of that worker's lease on the run (its fencing token); with `workerId` only. */
     leaseEpoch: whole(1).optional(),
   };
@@ -231,7 +248,19 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
   /** The payload of each fact type. */
   const payloads = {
     'run.started': {
-      input: object({ text: z.string() }),
+      input: object({
+        text: z.string(),
+        /**
+         * Files the user attached (images, PDFs), their bytes as base64; absent in logs before
+         * files were recorded, and when none was attached.
+         */
+        files: z.array(userFile).optional(),
+      }),
+      /**
+       * The run this one supersedes: a `regenerate()` of its answer, for the same input (the UI
+       * shows the newer answer only); absent for a new message.
+       */
+      regenerates: z.string().optional(),
       runtimeVersion: z.string(),
       limits: runLimits,
       /** Sampling settings and provider options of the run's requests; absent when none were given. */

@@ -132,8 +132,20 @@ class MessageFold {
         ? {}
         : { callProviderMetadata: chunk.providerMetadata }),
     };
+    // A title and tool metadata stay once set, as the SDK's reader keeps them.
+    const described = {
+      ...('title' in chunk && chunk.title !== undefined ? { title: chunk.title } : {}),
+      ...('toolMetadata' in chunk && chunk.toolMetadata !== undefined
+        ? { toolMetadata: chunk.toolMetadata }
+        : {}),
+    };
     if (existing !== undefined && this.#parts.indexOf(existing) > this.#stepStart()) {
-      Object.assign(existing, { type: `tool-${chunk.toolName}`, state, input }, provider);
+      Object.assign(
+        existing,
+        { type: `tool-${chunk.toolName}`, state, input },
+        provider,
+        described,
+      );
     } else {
       this.#parts.push({
         type: `tool-${chunk.toolName}`,
@@ -141,6 +153,7 @@ class MessageFold {
         state,
         input,
         ...provider,
+        ...described,
       } as Part);
     }
   }
@@ -151,6 +164,7 @@ class MessageFold {
     part.state = 'approval-requested';
     part.approval = {
       id: chunk.approvalId,
+      ...(chunk.approvalDescriptor === undefined ? {} : { descriptor: chunk.approvalDescriptor }),
       ...(chunk.reason === undefined ? {} : { requestReason: chunk.reason }),
       ...(chunk.isAutomatic === true ? { isAutomatic: true } : {}),
     };

@@ -21,10 +21,17 @@ type ToolFact = FactOf<
 /** One call of the last completed step, and where its approval stands. */
 interface CallState {
   name: string;
+  /** The input the call's part shows. */
+  input: unknown;
   /** The hash of the input the latest fact bound the call to (asked, decided, started). */
   inputHash: string | undefined;
-  approval: { id: string; kind: ApprovalKind; approved: boolean | undefined } | undefined;
+  approval:
+    | { id: string; kind: Exclude<ApprovalKind, 'policy'>; approved: boolean | undefined }
+    | undefined;
 }
+
+/** The title a call that may have run shows (a tool part's `title`), beside its `toolMetadata`. */
+export const mayHaveRunTitle = 'May have run: it started before a restart and never finished';
 
 const indeterminateReason =
   'This call started before the process stopped and never finished: it may or may not have run, ' +
@@ -33,8 +40,12 @@ const indeterminateReason =
 /**
  * The tool part of the translation: the calls of the last completed step as tool parts, and
  * their facts as approvals and outputs. An approval a person answers (`permission`,
- * `indeterminate`) comes with a `data-decision` part saying what approving and denying record;
- * a policy decision is an automatic approval. A part whose approval was denied (or never
+ * `indeterminate`) carries what approving and denying record, in its `approvalDescriptor` and in
+ * a `data-decision` part. A call nobody is asked about (the tool's or the policy's own verdict)
+ * has no approval, as `streamText` sends an allowed tool: input-available, then its output (a
+ * denied one: output-error with the denial's text). A call that may have run (started before a
+ * restart) says so in standard terms: its part's `title` and `toolMetadata.mayHaveRun`, and
+ * its approval's reason. A part whose approval was denied (or never
  * answered before a stop) ends `output-denied`, any other failure `output-error` with the
  * settlement text: the AI SDK accepts nothing else after an approval (`validateUIMessages`).
  * Provider-executed tools' calls and results (`step.completed` content) are tool parts marked
@@ -45,9 +56,10 @@ const indeterminateReason =
  * ```text
  * step.completed             tool-input-available per call (after the step's content)
  * tool.permission.requested  tool-approval-request, data-decision (what approve/deny record)
- * tool.indeterminate         tool-approval-request, data-decision
+ * tool.indeterminate         tool-input-available (title, toolMetadata.mayHaveRun),
+ *                            tool-approval-request, data-decision
  * tool.permission.decided    asked: tool-approval-response, data-decision (with the decision)
- *                            not asked (policy): tool-approval-request isAutomatic, -response
+ *                            not asked (the tool's or the policy's verdict): nothing
  * tool.started               nothing
  * tool.settled               [tool-approval-response approved: false, if never answered]
  *                            tool-output-denied | tool-output-available | tool-output-error
@@ -68,7 +80,12 @@ export class ToolChunks {
     const out: Chunk[] = [];
     for (const call of fact.toolCalls) {
       if (this.#calls.has(call.callId)) continue;
-      this.#calls.set(call.callId, { name: call.name, inputHash: undefined, approval: undefined });
+      this.#calls.set(call.callId, {
+        name: call.name,
+        input: call.input,
+        inputHash: undefined,
+        approval: undefined,
+      });
       out.push({
         type: 'tool-input-available',
         toolCallId: call.callId,
@@ -138,7 +155,17 @@ export class ToolChunks {
       case 'tool.permission.requested':
         return this.#approvalRequested(call, fact.callId, 'permission', fact.reason);
       case 'tool.indeterminate':
-        return this.#approvalRequested(call, fact.callId, 'indeterminate', indeterminateReason);
+        return [
+          {
+            type: 'tool-input-available',
+            toolCallId: fact.callId,
+            toolName: call.name,
+            input: call.input,
+            title: mayHaveRunTitle,
+            toolMetadata: { mayHaveRun: true },
+          },
+          ...this.#approvalRequested(call, fact.callId, 'indeterminate', indeterminateReason),
+        ];
       case 'tool.permission.decided':
         return this.#decided(call, fact);
       case 'tool.settled':
@@ -166,6 +193,7 @@ export class ToolChunks {
         approvalId: id,
         toolCallId: callId,
         ...(reason === undefined ? {} : { reason }),
+        approvalDescriptor: { kind, ...approvalAnswers[kind] },
       },
       {
         type: 'data-decision',
@@ -175,30 +203,14 @@ export class ToolChunks {
     ];
   }
 
-  /** The decision as the answer to the person's approval, or as an automatic approval. */
+  /** The decision as the answer to the person's approval (none when nobody was asked). */
   #decided(call: CallState, fact: FactOf<'tool.permission.decided'>): Chunk[] {
     const reason = fact.reason === undefined ? {} : { reason: fact.reason };
     const approved = fact.decision === 'allow' || fact.decision === 'report-unknown';
     const asked = call.approval;
-    if (fact.by === 'policy' || asked === undefined || asked.kind === 'policy') {
-      // Decided without asking anyone: an automatic approval, as the AI SDK sends its own.
-      const id = approvalId({
-        kind: 'policy',
-        stepId: this.#stepId,
-        callId: fact.callId,
-        inputHash: fact.inputHash,
-      });
-      call.approval = { id, kind: 'policy', approved };
-      return [
-        {
-          type: 'tool-approval-request',
-          approvalId: id,
-          toolCallId: fact.callId,
-          isAutomatic: true,
-        },
-        { type: 'tool-approval-response', approvalId: id, approved, ...reason },
-      ];
-    }
+    // Decided without asking anyone: no approval, as streamText sends a tool that needs none
+    // (a denial shows as the settlement's output-error).
+    if (fact.by === 'policy' || asked === undefined) return [];
     asked.approved = approved;
     const { id, kind } = asked;
     return [

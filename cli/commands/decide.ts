@@ -16,7 +16,7 @@ export const decideCommand: CommandDefinition = {
   name: 'decide',
   summary: "answer a decision a person owes (runtime.decide, with the runtime's checks)",
   details:
-    'allow or deny a call that asks permission; unknown reports a call that may have run as of unknown outcome. The decision goes through runtime.decide() on a runtime built from --runtime (your tools, model and policy): a decision nobody owes, or another than one already made, is refused (exit 4), an unknown session or call is exit 3. The run then goes on: in this process on the folder store or when no worker drives it (the command waits until it parks or ends; Ctrl-C leaves it for recover()), or on the worker that drives it.',
+    'allow or deny a call that asks permission; unknown reports a call that may have run as of unknown outcome. The decision goes through runtime.decide() on a runtime built from --runtime (your tools, model and policy): a decision nobody owes, or another than one already made, is refused (exit 4), an unknown session or call is exit 3. The run then goes on: in this process on the folder store or when no worker drives it (the command waits until it parks or ends; Ctrl-C leaves it for recover()), or on the worker that drives it. On PostgreSQL the runtime of the command is a worker while it runs: like any worker it may take over runs whose workers died, and hands them over when it exits.',
   args: [
     { name: 'SESSION', description: 'the session id' },
     { name: 'CALL', description: 'the call id (turnlog sessions --status awaiting lists them)' },
@@ -52,7 +52,7 @@ export const stopCommand: CommandDefinition = {
   name: 'stop',
   summary: "stop a session's unfinished run (runtime.stop): it ends aborted",
   details:
-    'Goes through runtime.stop(); calls not yet settled settle cancelled and the run ends aborted. --runtime is optional: a stop never asks the model, and without it no tool runs. Waits until the run has ended.',
+    'Goes through runtime.stop(); calls not yet settled settle cancelled and the run ends aborted. Waits until the run has ended. --runtime is optional on the folder store (a stop never asks the model, and without it no tool runs) and required on PostgreSQL, where the runtime of the command is a worker while it runs (it may take over runs whose workers died, and must drive them with your tools and model).',
   args: [{ name: 'SESSION', description: 'the session id' }],
   options: [
     { name: 'reason', value: 'TEXT', description: 'why, recorded with the stop' },

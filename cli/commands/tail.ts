@@ -11,7 +11,7 @@ export const tailCommand: CommandDefinition = {
   name: 'tail',
   summary: 'follow a session live: its last facts, then each new one as any process appends it',
   details:
-    'Runs until Ctrl-C (exit 0), or with --until-idle until the latest run parks (waits for a person) or ends. With --json: one JSON line per fact (the entries of show --json). On the folder store, which one process holds at a time, it follows what is appended while it holds the folder; follow a running application on PostgreSQL.',
+    'Runs until Ctrl-C (exit 0), or with --until until the latest run is idle (parked for a person, or ended) or has ended. With --json: one JSON line per fact (the entries of show --json). On the folder store, which one process holds at a time, it follows what is appended while it holds the folder; follow a running application on PostgreSQL.',
   args: [{ name: 'SESSION', description: 'the session id' }],
   options: [
     {
@@ -20,7 +20,13 @@ export const tailCommand: CommandDefinition = {
       description: 'how many of the last facts to print first',
       default: '10',
     },
-    { name: 'until-idle', description: 'exit once the latest run is parked or has ended' },
+    {
+      name: 'until',
+      value: 'WHEN',
+      description:
+        'exit when the latest run is idle (parked for a person, or ended; at once if it is already) or has ended',
+      choices: ['idle', 'ended'],
+    },
   ],
   uses: { store: true, runtime: 'none' },
   async run(context) {
@@ -34,9 +40,11 @@ export const tailCommand: CommandDefinition = {
       const lines = parseCount(String(context.options.lines), 'lines');
       const view = projectTurn(facts);
       for (const fact of facts.slice(-lines)) print(context, fact, view);
-      const untilIdle = context.options['until-idle'] === true;
+      const until = context.options.until;
+      const done = (fact: Fact) =>
+        until === 'idle' ? isIdle(fact) : until === 'ended' && fact.type === 'run.ended';
       let last = facts.at(-1) as Fact;
-      while (!(untilIdle && isIdle(last))) {
+      while (!done(last)) {
         const fact = await arrived.next();
         if (fact === undefined) break;
         if (fact.seq <= last.seq) continue;

@@ -7,19 +7,30 @@ import {
   type EventStore,
   type OpenRun,
   StoreClosedError,
+  StoreCorruptionError,
+  StoreError,
   type StoreFinding,
+  StoreWriteError,
 } from '../event-store.ts';
 import { FactListeners } from '../fact-listeners.ts';
 import { cloneJson } from '../plain-json.ts';
-import { checkFromSeq, checkSessionId } from '../session-log.ts';
+import { checkEndedBefore, endedSessionOf, importedLog } from '../retention/ended-session.ts';
+import { checkFromSeq, checkSessionId, type SessionLog } from '../session-log.ts';
+import type {
+  EndedSession,
+  RemovedSession,
+  SessionRetention,
+  SessionToRemove,
+} from '../session-retention.ts';
+import { folderExists, retireSessionFolder, writeWholeSession } from './folder-retention.ts';
 import { GroupCommit, type SessionSlot, type SessionState } from './group-commit.ts';
 import { checkOptions, type LowdbStoreOptions } from './lowdb-store-options.ts';
 import { openStoreFolder } from './open-store-folder.ts';
 import { PartialFiles } from './partial-files.ts';
-import { readTail } from './read-tail.ts';
+import { readTail, type SessionTail } from './read-tail.ts';
 import { isSessionFolderName, mapLimit, sessionIdOfFolder } from './session-files.ts';
 import { findingOf, SessionSlots, unreadable } from './session-slots.ts';
-import { nodeStoreFs, type StoreFs } from './store-fs.ts';
+import { nodeStoreFs, type StoreFs, syncFolder } from './store-fs.ts';
 import type { StoreLock } from './store-lock.ts';
 
 /** Options of `lowdbStore` (declared beside their check, in lowdb-store-options.ts). */
@@ -38,11 +49,11 @@ export type { LowdbStoreOptions } from './lowdb-store-options.ts';
  * await store.append('session_1', [fact], { expectedSeq: 0 });
  * await store.close();
  */
-export function lowdbStore(options: LowdbStoreOptions): EventStore {
+export function lowdbStore(options: LowdbStoreOptions): EventStore & SessionRetention {
   return new LowdbStore(options);
 }
 
-class LowdbStore implements EventStore {
+class LowdbStore implements EventStore, SessionRetention {
   readonly #dir: string;
   readonly #sessionsDir: string;
   readonly #fs: StoreFs;
@@ -53,12 +64,16 @@ class LowdbStore implements EventStore {
   readonly #commit: GroupCommit;
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #findings = new Map<string, StoreFinding>();
+  /** Per session, the import or removal in progress: its other operations wait for it. */
+  readonly #barriers = new Map<string, Promise<void>>();
+  readonly #segmentSize: number;
   #closed = false;
   #closing: Promise<void> | undefined;
 
   constructor(options: LowdbStoreOptions) {
     checkOptions(options);
     const segmentSize = options.segmentSize ?? 256;
+    this.#segmentSize = segmentSize;
     this.#dir = path.resolve(options.dir);
     this.#sessionsDir = path.join(this.#dir, 'sessions');
     this.#fs = options.fs ?? nodeStoreFs;
@@ -152,6 +167,50 @@ class LowdbStore implements EventStore {
     return this.#track(this.#partials.clear(sessionId));
   }
 
+  async endedSessions(options: { endedBefore: Date }): Promise<EndedSession[]> {
+    this.#checkOpen('endedSessions');
+    checkEndedBefore(options?.endedBefore, 'lowdbStore.endedSessions');
+    const tails = await this.#track(this.#tails());
+    return tails
+      .map(({ sessionId, openRuns, lastSeq, lastFact }) =>
+        endedSessionOf({
+          sessionId,
+          lastSeq,
+          openRuns: openRuns.length,
+          lastFact,
+          endedBefore: options.endedBefore,
+        }),
+      )
+      .filter((session) => session !== undefined);
+  }
+
+  async removeSessions(sessions: readonly SessionToRemove[]): Promise<RemovedSession[]> {
+    this.#checkOpen('removeSessions');
+    return this.#track(this.#removeSessions(sessions));
+  }
+
+  importFacts(sessionId: string, facts: readonly Fact[]): Promise<'imported' | 'exists'> {
+    let log: SessionLog;
+    try {
+      checkSessionId(sessionId, 'lowdbStore.importFacts');
+      log = importedLog({ sessionId, facts, storeName: 'lowdbStore' });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#alone('importFacts', sessionId, async (slot, state) => {
+      if (state.onDisk || state.log.lastSeq > 0) return 'exists';
+      const outcome = await writeWholeSession({
+        fs: this.#fs,
+        sessionsDir: this.#sessionsDir,
+        folder: slot.folder,
+        log,
+        segmentSize: this.#segmentSize,
+      });
+      if (outcome === 'imported') this.#listeners.publish(sessionId, log.read());
+      return outcome;
+    });
+  }
+
   close(): Promise<void> {
     // Closing twice is harmless; every other call after close throws StoreClosedError.
     this.#closed = true;
@@ -177,7 +236,72 @@ class LowdbStore implements EventStore {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#track(this.#slots.use(sessionId, work));
+    // An import or a removal of the session in progress: start after it (in call order).
+    const barrier = this.#barriers.get(sessionId);
+    const use = () => this.#slots.use(sessionId, work);
+    return this.#track(barrier === undefined ? use() : barrier.then(use));
+  }
+
+  /**
+   * Runs `work` on the session once every operation called before it is done and its appends are
+   * durable, and starts no other operation of the session until it settles; the session is then
+   * read from disk again on next use (`work` replaced or removed its folder whole).
+   */
+  #alone<TResult>(
+    method: string,
+    sessionId: string,
+    work: (slot: SessionSlot, state: SessionState) => Promise<TResult>,
+  ): Promise<TResult> {
+    const result = this.#operation(method, sessionId, async (slot, state) => {
+      await this.#commit.durable(slot, state, state.log.lastSeq).catch(() => {});
+      try {
+        return await work(slot, state);
+      } finally {
+        this.#slots.drop(slot);
+      }
+    });
+    const barrier = result.then(
+      () => {},
+      () => {},
+    );
+    this.#barriers.set(sessionId, barrier);
+    void barrier.then(() => {
+      if (this.#barriers.get(sessionId) === barrier) this.#barriers.delete(sessionId);
+    });
+    return result;
+  }
+
+  /**
+   * Each session still at its `lastSeq` with no open run leaves the store by a rename of its
+   * folder; one fsync of the sessions folder makes every rename durable, then the folders are
+   * deleted (what a crash leaves of them is deleted at the next open).
+   */
+  async #removeSessions(sessions: readonly SessionToRemove[]): Promise<RemovedSession[]> {
+    const retired: { sessionId: string; tombstone: string }[] = [];
+    const outcomes = await mapLimit(sessions, 8, async ({ sessionId, lastSeq }) => {
+      const remove = async (slot: SessionSlot, state: SessionState) => {
+        if (!state.onDisk || state.log.lastSeq === 0) return 'absent' as const;
+        const { durableSeq } = state;
+        if (durableSeq !== lastSeq || state.log.lastSeq !== lastSeq) return 'changed' as const;
+        if (state.durableOpenRuns.size > 0) return 'changed' as const;
+        const tombstone = await retireSessionFolder(this.#fs, this.#sessionsDir, slot.folder);
+        retired.push({ sessionId, tombstone });
+        return 'removed' as const;
+      };
+      try {
+        return { sessionId, outcome: await this.#alone('removeSessions', sessionId, remove) };
+      } catch (error) {
+        const unusable = [StoreCorruptionError, StoreError, StoreWriteError];
+        if (!unusable.some((type) => type.isInstance(error))) throw error;
+        return { sessionId, outcome: 'unreadable' as const };
+      }
+    });
+    if (retired.length > 0) await syncFolder(this.#fs, this.#sessionsDir);
+    await mapLimit(retired, 8, async ({ sessionId, tombstone }) => {
+      await this.#fs.removeFolder(tombstone);
+      await this.#partials.clear(sessionId);
+    });
+    return outcomes;
   }
 
   /** Session folders, with the id each stands for (`undefined`: a hashed name). */
@@ -202,25 +326,39 @@ class LowdbStore implements EventStore {
   }
 
   async #openRuns(): Promise<OpenRun[]> {
+    const tails = await this.#tails();
+    return tails.flatMap(({ openRuns }) => openRuns.map((run) => ({ ...run })));
+  }
+
+  /**
+   * What every readable session ends with (its open runs, last seq and last fact), in id order:
+   * from memory for a loaded session, else from its record and tail segment — after a reopen this
+   * reads one record and one tail segment per session, never whole ones.
+   */
+  async #tails(): Promise<SessionTail[]> {
     const folders = await this.#folders();
-    // After a reopen this reads one record and one tail segment per session, never whole ones.
-    const found = await mapLimit(folders, 16, async ({ folder, sessionId }) => {
+    const fromMemory = (sessionId: string | undefined) => {
       const loaded = sessionId === undefined ? undefined : this.#slots.loaded(sessionId);
-      if (loaded !== undefined && sessionId !== undefined) {
-        return { sessionId, openRuns: [...loaded.durableOpenRuns.values()] };
-      }
+      if (loaded === undefined || sessionId === undefined) return undefined;
+      const { durableSeq } = loaded;
+      return {
+        sessionId,
+        openRuns: [...loaded.durableOpenRuns.values()],
+        lastSeq: durableSeq,
+        lastFact: loaded.log.slice(durableSeq, durableSeq)[0],
+      };
+    };
+    const found = await mapLimit(folders, 16, async ({ folder, sessionId }) => {
+      const known = fromMemory(sessionId);
+      if (known !== undefined) return known;
       const tail = await this.#readTail(folder, sessionId);
-      const now = tail === undefined ? undefined : this.#slots.loaded(tail.sessionId);
-      return tail && now
-        ? { sessionId: tail.sessionId, openRuns: [...now.durableOpenRuns.values()] }
-        : tail;
+      return tail === undefined ? undefined : (fromMemory(tail.sessionId) ?? tail);
     });
     return found
       .filter((session) => session !== undefined)
       .sort((left, right) =>
         left.sessionId < right.sessionId ? -1 : left.sessionId > right.sessionId ? 1 : 0,
-      )
-      .flatMap(({ openRuns }) => openRuns.map((run) => ({ ...run })));
+      );
   }
 
   /** A session's tail, or `undefined` (reported in `findings()`) when it cannot be read. */
@@ -228,6 +366,8 @@ class LowdbStore implements EventStore {
     try {
       return await readTail({ fs: this.#fs, folder, sessionId });
     } catch (cause) {
+      // A folder a purge took away while it was read is a session that is gone, not damage.
+      if (!(await folderExists(this.#fs, folder))) return undefined;
       this.#addFinding(findingOf(unreadable(cause, folder), sessionId, folder));
       return undefined;
     }

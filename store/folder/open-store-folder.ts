@@ -2,6 +2,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, rmSync } from '
 import path from 'node:path';
 import { StoreError } from '../event-store.ts';
 import { isTempFileName } from './durable-file-adapter.ts';
+import { tombstonePrefix } from './folder-retention.ts';
 import { errorCode } from './store-fs.ts';
 import { acquireStoreLock, type StoreLock } from './store-lock.ts';
 
@@ -58,10 +59,13 @@ function syncFolderNow(folder: string): void {
   }
 }
 
-/** Removes what a killed process left: staging folders of new sessions, partial temp files. */
+/**
+ * Removes what a killed process left: staging folders of new or imported sessions, folders of
+ * removed sessions not yet deleted (`.purge-`: already out of the store), partial temp files.
+ */
 function removeLeftovers(sessionsDir: string, partialsDir: string): void {
   for (const name of readdirSync(sessionsDir)) {
-    if (name.startsWith('.new-'))
+    if (name.startsWith('.new-') || name.startsWith(tombstonePrefix))
       rmSync(path.join(sessionsDir, name), { recursive: true, force: true });
   }
   for (const name of readdirSync(partialsDir)) {

@@ -86,6 +86,14 @@ export class SessionSlots {
     // A failed write was undone before this (group-commit.ts): the disk holds exactly the facts
     // through durableSeq, so a reload finds nothing its subscribers were not given.
     if (refusal !== undefined) this.#refused.set(slot.sessionId, refusal);
+    this.drop(slot);
+  }
+
+  /**
+   * Drops a slot whose session was replaced or removed on disk as a whole (an import, a purge):
+   * the session is read from disk again on next use, and its subscribers were told already.
+   */
+  drop(slot: SessionSlot): void {
     if (this.#slots.get(slot.sessionId) === slot) this.#slots.delete(slot.sessionId);
     this.#commit().discard(slot);
   }

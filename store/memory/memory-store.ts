@@ -11,7 +11,14 @@ import {
 } from '../event-store.ts';
 import { FactListeners, type ListenerErrorHandler } from '../fact-listeners.ts';
 import { cloneJson, copyPlainJson } from '../plain-json.ts';
+import { checkEndedBefore, endedSessionOf, importedLog } from '../retention/ended-session.ts';
 import { checkFromSeq, checkSessionId, SessionLog, storedFactProblem } from '../session-log.ts';
+import type {
+  EndedSession,
+  RemovedSession,
+  SessionRetention,
+  SessionToRemove,
+} from '../session-retention.ts';
 
 /** Options of `memoryStore`. */
 export interface MemoryStoreOptions {
@@ -34,11 +41,11 @@ export interface MemoryStoreOptions {
  * const store = memoryStore({ facts: recordedFacts });
  * const facts = await store.read('session_1');
  */
-export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
+export function memoryStore(options: MemoryStoreOptions = {}): EventStore & SessionRetention {
   return new MemoryStore(options);
 }
 
-class MemoryStore implements EventStore {
+class MemoryStore implements EventStore, SessionRetention {
   readonly #sessions = new Map<string, SessionLog>();
   readonly #partials = new Map<string, PartialSnapshot>();
   readonly #listeners: FactListeners;
@@ -117,6 +124,47 @@ class MemoryStore implements EventStore {
     this.#checkOpen('clearPartial');
     checkSessionId(sessionId, 'memoryStore.clearPartial');
     this.#partials.delete(sessionId);
+  }
+
+  async endedSessions(options: { endedBefore: Date }): Promise<EndedSession[]> {
+    this.#checkOpen('endedSessions');
+    checkEndedBefore(options?.endedBefore, 'memoryStore.endedSessions');
+    return [...this.#sessions.values()]
+      .map((log) =>
+        endedSessionOf({
+          sessionId: log.sessionId,
+          lastSeq: log.lastSeq,
+          openRuns: log.openRuns().length,
+          lastFact: log.slice(log.lastSeq, log.lastSeq)[0],
+          endedBefore: options.endedBefore,
+        }),
+      )
+      .filter((session) => session !== undefined)
+      .sort((left, right) => (left.sessionId < right.sessionId ? -1 : 1));
+  }
+
+  async removeSessions(sessions: readonly SessionToRemove[]): Promise<RemovedSession[]> {
+    this.#checkOpen('removeSessions');
+    return sessions.map(({ sessionId, lastSeq }) => {
+      const log = this.#sessions.get(sessionId);
+      if (log === undefined) return { sessionId, outcome: 'absent' };
+      if (log.lastSeq !== lastSeq || log.openRuns().length > 0) {
+        return { sessionId, outcome: 'changed' };
+      }
+      this.#sessions.delete(sessionId);
+      this.#partials.delete(sessionId);
+      return { sessionId, outcome: 'removed' };
+    });
+  }
+
+  async importFacts(sessionId: string, facts: readonly Fact[]): Promise<'imported' | 'exists'> {
+    this.#checkOpen('importFacts');
+    checkSessionId(sessionId, 'memoryStore.importFacts');
+    if (this.#sessions.has(sessionId)) return 'exists';
+    const log = importedLog({ sessionId, facts, storeName: 'memoryStore' });
+    this.#sessions.set(sessionId, log);
+    this.#listeners.publish(sessionId, log.read());
+    return 'imported';
   }
 
   async close(): Promise<void> {

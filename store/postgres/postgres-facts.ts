@@ -249,7 +249,7 @@ async function lockedState(
  * with `guard`, after the guard's CTEs (`with`) and only where `when` is true, returning one row
  * when it wrote and none when it did not.
  */
-function writeFacts(
+export function writeFacts(
   schema: PostgresSchema,
   sessionId: string,
   appended: readonly Fact[],

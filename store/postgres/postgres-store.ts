@@ -14,9 +14,16 @@ import {
 } from '../event-store.ts';
 import { FactListeners, type ListenerErrorHandler } from '../fact-listeners.ts';
 import { cloneJson } from '../plain-json.ts';
+import { checkEndedBefore, importedLog } from '../retention/ended-session.ts';
 import type { RunInbox } from '../run-inbox.ts';
 import type { RunLeases } from '../run-leases.ts';
 import { checkFromSeq, checkSessionId, validateNewFacts } from '../session-log.ts';
+import type {
+  EndedSession,
+  RemovedSession,
+  SessionRetention,
+  SessionToRemove,
+} from '../session-retention.ts';
 import {
   defaultTimeouts,
   type PgPool,
@@ -30,6 +37,7 @@ import { PostgresInbox } from './postgres-inbox.ts';
 import { PostgresLeases } from './postgres-leases.ts';
 import { PostgresNotifications } from './postgres-notifications.ts';
 import { StorePool } from './postgres-pool.ts';
+import { endedSessions, importFacts, removeSessions } from './postgres-retention.ts';
 import { SessionQueues } from './postgres-session-queues.ts';
 import { FactSubscriptions } from './postgres-subscriptions.ts';
 
@@ -55,7 +63,7 @@ export interface PostgresStoreOptions {
 }
 
 /** An `EventStore` shared by several processes, with leases and an inbox per run. */
-export type PostgresStore = EventStore & RunLeases & RunInbox;
+export type PostgresStore = EventStore & RunLeases & RunInbox & SessionRetention;
 
 /**
  * An `EventStore` over PostgreSQL (through `pg`, node-postgres, loaded when the store first
@@ -256,6 +264,38 @@ class PostgresEventStore implements PostgresStore {
     );
   }
 
+  async endedSessions(options: { endedBefore: Date }): Promise<EndedSession[]> {
+    this.#checkOpen('endedSessions');
+    checkEndedBefore(options?.endedBefore, 'postgresStore.endedSessions');
+    const { endedBefore } = options;
+    return this.#call('endedSessions', () =>
+      endedSessions({ pool: this.#pool, schema: this.#schema, endedBefore }),
+    );
+  }
+
+  async removeSessions(sessions: readonly SessionToRemove[]): Promise<RemovedSession[]> {
+    this.#checkOpen('removeSessions');
+    for (const { sessionId } of sessions) checkSessionId(sessionId, 'postgresStore.removeSessions');
+    if (sessions.length === 0) return [];
+    return this.#call('removeSessions', () =>
+      removeSessions({ pool: this.#pool, schema: this.#schema, sessions }),
+    );
+  }
+
+  async importFacts(sessionId: string, facts: readonly Fact[]): Promise<'imported' | 'exists'> {
+    this.#checkOpen('importFacts');
+    checkSessionId(sessionId, 'postgresStore.importFacts');
+    const log = importedLog({ sessionId, facts, storeName: 'postgresStore' });
+    // In the session's append queue: this process's appends to it come before or after, whole.
+    return this.#call('importFacts', () =>
+      this.#appends.run(sessionId, async () => {
+        await this.#subscriptions.started(sessionId);
+        const facts = log.read();
+        return importFacts({ pool: this.#pool, schema: this.#schema, sessionId, facts });
+      }),
+    );
+  }
+
   close(): Promise<void> {
     // Closing twice is harmless; every other call after close throws StoreClosedError.
     this.#closing ??= this.#close();
@@ -374,6 +414,8 @@ const writingMethods = new Set([
   'settleInboxItem',
   'savePartial',
   'clearPartial',
+  'removeSessions',
+  'importFacts',
 ]);
 
 /** A node-postgres error of a store method, as turnlog's `StoreUnavailableError`. */

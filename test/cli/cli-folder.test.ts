@@ -151,13 +151,14 @@ describe('turnlog show on the folder store', () => {
 });
 
 describe('turnlog tail on the folder store', () => {
-  it('prints the last facts and, with --until-idle, exits at once when the run waits for a person', async () => {
+  it('prints the last facts and, with --until idle, exits at once when the run waits for a person', async () => {
     const result = await cli.bin([
       'tail',
       's-awaiting',
       '--dir',
       dir,
-      '--until-idle',
+      '--until',
+      'idle',
       '--lines',
       '2',
       '--json',

@@ -15,6 +15,7 @@ export const sampleLogNames = [
   'workers',
   'traced',
   'settings',
+  'chat',
 ] as const;
 
 export type SampleLogName = (typeof sampleLogNames)[number];

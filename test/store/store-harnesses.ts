@@ -6,6 +6,7 @@ import type { EventStore } from '../../store/event-store.ts';
 import type { ListenerErrorHandler } from '../../store/fact-listeners.ts';
 import { lowdbStore } from '../../store/folder/lowdb-store.ts';
 import { memoryStore } from '../../store/memory/memory-store.ts';
+import type { SessionRetention } from '../../store/session-retention.ts';
 import { testSchema } from '../helpers/postgres.ts';
 
 /** The options a contract test may open a store with. */
@@ -13,10 +14,13 @@ export interface StoreOptions {
   onListenerError?: ListenerErrorHandler;
 }
 
+/** Every turnlog store: the `EventStore` contract and retention's part. */
+export type RetainingStore = EventStore & SessionRetention;
+
 /** One store under test, and how to "reopen" it (a new store over what the old one kept). */
 export interface Harness {
-  open(options?: StoreOptions): EventStore;
-  reopen(store: EventStore): Promise<EventStore>;
+  open(options?: StoreOptions): RetainingStore;
+  reopen(store: EventStore): Promise<RetainingStore>;
   cleanup(): Promise<void>;
 }
 

@@ -102,7 +102,7 @@ function Chat({ sessionId, initial }: { sessionId: string; initial: TurnlogUIMes
   }, [waitingAt, reconnecting, sessionId, resumeStream, setMessages]);
 
   async function stop() {
-    // An action's body is JSON (the server's trust layer refuses any other: 415).
+    // An action is JSON, or the server's trust layer refuses it (as it refuses a cross-site form).
     await fetch(`/sessions/${encodeURIComponent(sessionId)}/stop`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

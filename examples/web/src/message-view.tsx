@@ -59,7 +59,7 @@ export function MessageView({
 
 const stateLabels: Record<ToolPart['state'], string> = {
   'input-streaming': 'receiving input…',
-  'input-available': 'waiting to run',
+  'input-available': 'running…',
   'approval-requested': 'asks for your approval',
   'approval-responded': 'answered, running…',
   'output-available': 'done',
@@ -96,13 +96,6 @@ function ToolView({
             : stateLabels[part.state]}
         </span>
         {byProvider && <span className="muted"> run by the provider</span>}
-        {/* Decided with nobody asked: by the tool's own permission or the runtime's policy (the
-            log does not say which), so not "by the policy" */}
-        {approval?.isAutomatic === true && (
-          <span className="muted">
-            {approval.approved === false ? ' (denied without asking)' : ' (allowed without asking)'}
-          </span>
-        )}
       </header>
       <pre className="input">{JSON.stringify(part.input)}</pre>
       {part.state === 'approval-requested' && approval !== undefined && (

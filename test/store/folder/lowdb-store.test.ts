@@ -171,7 +171,7 @@ describe('lowdbStore segments', () => {
     expect(onDisk).toEqual([true, true]);
   });
 
-  it('answers openRuns after a reopen from the record and tail segment of each session only', async () => {
+  it('answers openRuns after a reopen from the files, checking each tail header against the segments before it', async () => {
     const first = open({ segmentSize: 2 });
     await appendSteps(first, 'session_a', 5);
     await first.append('session_b', [b.runStarted('g1', 'run_b'), b.runEnded('g2', 'run_b')]);
@@ -185,11 +185,15 @@ describe('lowdbStore segments', () => {
       { sessionId: 'session_a', turnId: 'turn_1', runId: 'run_1' },
       { sessionId: 'session_c', turnId: 'turn_1', runId: 'run_d' },
     ]);
+    // The tail's header summary is an index: the segments before it are scanned for run facts.
     expect(observed.reads.sort()).toEqual([
+      'sessions/session_a/000000.jsonl',
+      'sessions/session_a/000001.jsonl',
       'sessions/session_a/000002.jsonl',
       'sessions/session_a/session.json',
       'sessions/session_b/000000.jsonl',
       'sessions/session_b/session.json',
+      'sessions/session_c/000000.jsonl',
       'sessions/session_c/000001.jsonl',
       'sessions/session_c/session.json',
     ]);

@@ -1,0 +1,131 @@
+import type { Fact } from '../../events/facts.ts';
+import { endedSessionOf } from '../retention/ended-session.ts';
+import type { EndedSession, RemovedSession, SessionToRemove } from '../session-retention.ts';
+import {
+  inTransaction,
+  onConnection,
+  type PgPool,
+  type PostgresSchema,
+} from './postgres-connection.ts';
+import { writeFacts } from './postgres-facts.ts';
+
+/**
+ * Sessions with no open run (the runs index) whose last fact is a `run.ended`, filtered by its
+ * `at` with the rule every store shares (`endedSessionOf`: the time is compared in JavaScript, so
+ * an `at` PostgreSQL cannot read never fails the query).
+ */
+export async function endedSessions(options: {
+  pool: PgPool;
+  schema: PostgresSchema;
+  endedBefore: Date;
+}): Promise<EndedSession[]> {
+  const { pool, schema, endedBefore } = options;
+  const { rows } = await pool.query(
+    `SELECT s.session_id, s.last_seq, f.body->>'at' AS at
+     FROM ${schema.sql}.sessions s
+     JOIN ${schema.sql}.facts f ON f.session_id = s.session_id AND f.seq = s.last_seq
+     WHERE s.last_seq > 0 AND f.type = 'run.ended'
+       AND NOT EXISTS (SELECT 1 FROM ${schema.sql}.runs r WHERE r.session_id = s.session_id
+                       AND r.started_seq IS NOT NULL AND r.ended_seq IS NULL)`,
+  );
+  return rows
+    .map((row) =>
+      endedSessionOf({
+        sessionId: String(row.session_id),
+        lastSeq: Number(row.last_seq),
+        openRuns: 0,
+        lastFact: { type: 'run.ended', at: String(row.at) },
+        endedBefore,
+      }),
+    )
+    .filter((session) => session !== undefined)
+    .sort((left, right) => (left.sessionId < right.sessionId ? -1 : 1));
+}
+
+/**
+ * Removes the sessions still at their `lastSeq` with no open run in one transaction: their rows
+ * are locked (in id order, so two purges never deadlock; an append to one of them waits, or is
+ * waited for), checked, and deleted from every table — facts, runs index, leases, inbox, partial
+ * snapshots, the session row — so each is whole or gone.
+ */
+export function removeSessions(options: {
+  pool: PgPool;
+  schema: PostgresSchema;
+  sessions: readonly SessionToRemove[];
+}): Promise<RemovedSession[]> {
+  const { pool, schema, sessions } = options;
+  const ids = sessions.map((session) => session.sessionId);
+  return inTransaction(pool, async (client) => {
+    const locked = await client.query(
+      `SELECT session_id, last_seq FROM ${schema.sql}.sessions
+       WHERE session_id = ANY($1::text[]) ORDER BY session_id FOR UPDATE`,
+      [ids],
+    );
+    // Read after the locks: every append committed before them is seen.
+    const open = await client.query(
+      `SELECT DISTINCT session_id FROM ${schema.sql}.runs WHERE session_id = ANY($1::text[])
+       AND started_seq IS NOT NULL AND ended_seq IS NULL`,
+      [ids],
+    );
+    const lastSeqs = new Map(
+      locked.rows.map((row) => [String(row.session_id), Number(row.last_seq)]),
+    );
+    const withOpenRuns = new Set(open.rows.map((row) => String(row.session_id)));
+    const outcomes = sessions.map(({ sessionId, lastSeq }): RemovedSession => {
+      const stored = lastSeqs.get(sessionId) ?? 0;
+      if (stored === 0) return { sessionId, outcome: 'absent' };
+      if (stored !== lastSeq || withOpenRuns.has(sessionId))
+        return { sessionId, outcome: 'changed' };
+      return { sessionId, outcome: 'removed' };
+    });
+    const removed = outcomes
+      .filter((item) => item.outcome === 'removed')
+      .map((item) => item.sessionId);
+    if (removed.length > 0) {
+      const tables = ['facts', 'runs', 'leases', 'inbox', 'partials'];
+      await client.query(
+        `WITH ${tables
+          .map(
+            (table) =>
+              `${table}_gone AS (DELETE FROM ${schema.sql}.${table} WHERE session_id = ANY($1::text[]))`,
+          )
+          .join(', ')}
+         DELETE FROM ${schema.sql}.sessions WHERE session_id = ANY($1::text[])`,
+        [removed],
+      );
+    }
+    return outcomes;
+  });
+}
+
+/**
+ * Stores a whole session in one transaction, as an append of every fact would (facts, `last_seq`,
+ * runs index, a notification), but keeping the facts' own `seq` and lease tokens and without the
+ * lease check: they are history, not a driver's work. `'exists'` when the session has facts.
+ */
+export function importFacts(options: {
+  pool: PgPool;
+  schema: PostgresSchema;
+  sessionId: string;
+  facts: readonly Fact[];
+}): Promise<'imported' | 'exists'> {
+  const { pool, schema, sessionId, facts } = options;
+  return onConnection(pool, async (client) => {
+    await client.query('BEGIN');
+    await client.query(
+      `INSERT INTO ${schema.sql}.sessions (session_id, last_seq) VALUES ($1, 0)
+       ON CONFLICT (session_id) DO NOTHING`,
+      [sessionId],
+    );
+    const { rows } = await client.query(
+      `SELECT last_seq FROM ${schema.sql}.sessions WHERE session_id = $1 FOR UPDATE`,
+      [sessionId],
+    );
+    if (Number(rows[0]?.last_seq ?? 0) > 0) {
+      await client.query('ROLLBACK');
+      return 'exists';
+    }
+    await client.query(`${writeFacts(schema, sessionId, facts)}; COMMIT`);
+    return 'imported';
+  });
+}
