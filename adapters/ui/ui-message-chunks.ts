@@ -134,6 +134,7 @@ export class ChunkTranslator {
       case 'tool.permission.decided':
       case 'tool.started':
       case 'tool.indeterminate':
+      case 'tool.reconciled':
       case 'tool.settled':
         out.push(...this.#tools.translate(event));
         break;

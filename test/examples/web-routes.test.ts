@@ -229,7 +229,7 @@ describe('the web example routes over HTTP', () => {
     });
     const chart = await (await fetch(`${server.url}/machine`)).json();
     expect(chart.initial).toBe('projecting');
-    expect(chart.states).toHaveLength(11);
+    expect(chart.states).toHaveLength(12);
   });
 });
 
