@@ -535,8 +535,10 @@ export class LiveRuns implements TenureHost {
     if (snapshot.status !== 'done') {
       // Traced, run.recovered records this driver's span: the run's later spans link to it.
       const trace = this.#live.get(ids.sessionId)?.segment?.traceContext;
-      // One commit each, in order, as recoveryFacts lists them.
-      for (const draft of recoveryFacts(plan)) {
+      // One commit each, in order, as recoveryFacts lists them; a call whose tool can check it
+      // (reconcile, idempotent) is checked before anyone is asked.
+      const { callSettler } = this.#options.tools.forRun(ids.runId);
+      for (const draft of recoveryFacts(plan, (name) => callSettler.checkOf(name))) {
         await driver.commit(draft.type === 'run.recovered' && trace ? { ...draft, trace } : draft);
       }
     }
