@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { RunLimits } from './events/facts.ts';
+import { idProblem } from './events/ids.ts';
 import type { JsonValue } from './events/json.ts';
 import { InvalidArgumentError } from './runtime-errors.ts';
 import { copyPlainJson } from './store/plain-json.ts';
@@ -16,6 +17,18 @@ const nonEmptyText = z
   .string({ error: 'must be a non-empty string' })
   .refine((value) => !blank(value), { error: 'must be a non-empty string' });
 const optionalText = z.string({ error: 'must be a string when given' }).optional();
+/** A session or call id: a key in the store, so well-formed UTF-16 without NUL (idProblem). */
+const idSchema = nonEmptyText.superRefine((value, context) => {
+  const problem = idProblem(value);
+  if (problem !== undefined) {
+    context.addIssue({ code: 'custom', message: `cannot be an id: ${problem}`, input: value });
+  }
+});
+
+/** The range of `worker.leaseMs`: renewals run every `leaseMs / 3`, takeover scans every `/ 4`. */
+export const minLeaseMs = 100;
+/** An hour: a dead worker's runs wait about `leaseMs`; past 2³¹ ms a timer would fire at once. */
+export const maxLeaseMs = 3_600_000;
 
 /** The longest delay `setTimeout` waits for; a longer one fires at once (Node's overflow). */
 export const maxTimerMs = 2_147_483_647;
@@ -151,11 +164,15 @@ const optionsSchema = z.strictObject({
   random: aFunction('a function returning a number in [0, 1)').optional(),
   worker: z
     .strictObject({
-      id: nonEmptyText.optional(),
+      id: idSchema.optional(),
       leaseMs: z
         .number({ error: 'must be a number of milliseconds' })
         .int({ error: 'must be a whole number of milliseconds' })
-        .min(100, { error: 'must be at least 100 ms (renewals run every leaseMs / 3)' })
+        .min(minLeaseMs, { error: 'must be at least 100 ms (renewals run every leaseMs / 3)' })
+        .max(maxLeaseMs, {
+          error:
+            "must be at most 3600000 ms (1 hour): a dead worker's runs wait about leaseMs before another worker takes them over",
+        })
         .optional(),
     })
     .optional(),
@@ -182,18 +199,38 @@ const optionsSchema = z.strictObject({
     .optional(),
 });
 
-const sessionIdSchema = nonEmptyText;
+const sessionIdSchema = idSchema;
+
+/** The most files one message may carry (`send({ files })`). */
+export const maxUserFiles = 8;
+/** The largest file a message may carry, in bytes: it is recorded in the log, as base64. */
+export const maxUserFileBytes = 4 * 1024 * 1024;
+
+const userFileSchema = z.strictObject({
+  mediaType: nonEmptyText,
+  data: z
+    .base64({ error: 'must be the file as base64 (no data: prefix)' })
+    .max(Math.ceil(maxUserFileBytes / 3) * 4, {
+      error: `must be at most ${maxUserFileBytes / 1024 / 1024} MiB (the log records it whole)`,
+    }),
+  filename: optionalText,
+});
 
 /** The schemas of the runtime's methods (their one argument). */
 const methodSchemas = {
   send: z.strictObject({
     sessionId: sessionIdSchema,
     text: nonEmptyText,
+    files: z
+      .array(userFileSchema, { error: 'must be an array of { mediaType, data, filename? }' })
+      .max(maxUserFiles, { error: `must hold at most ${maxUserFiles} files` })
+      .optional(),
+    regenerates: nonEmptyText.optional(),
     settings: settingsSchema.optional(),
   }),
   decide: z.strictObject({
     sessionId: sessionIdSchema,
-    callId: nonEmptyText,
+    callId: idSchema,
     decision: z.enum(['allow', 'deny', 'report-unknown', 'abort'], {
       error: "must be one of 'allow', 'deny', 'report-unknown', 'abort'",
     }),

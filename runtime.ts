@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { InspectionEvent, Observer } from 'xstate';
 import { type AiSdkLanguageModel, aiSdkAdapter } from './adapters/ai-sdk-adapter.ts';
 import type { ModelAdapter } from './adapters/model-adapter.ts';
-import type { Fact, PermissionDecision, RunLimits } from './events/facts.ts';
+import type { Fact, FactOf, PermissionDecision, RunLimits } from './events/facts.ts';
 import { createIdGenerator, type IdGenerator } from './events/ids.ts';
 import { hashText } from './events/json.ts';
 import type { ModelMessage } from './events/messages.ts';
@@ -103,20 +103,51 @@ export interface RuntimeOptions<TTools extends RuntimeTools = RuntimeTools> {
 
 /** A worker's settings (`createRuntime({ worker })`). */
 export interface WorkerOptions {
+  /** The worker's id (a key in the store: well-formed text without NUL). Default: a random id. */
   id?: string;
-  /** How long a run's lease lasts without a renewal (renewed every `leaseMs / 3`). Default 15,000. */
+  /**
+   * How long a run's lease lasts without a renewal (renewed every `leaseMs / 3`; expired leases
+   * are looked for every `leaseMs / 4`). Default 15,000; from 100 to 3,600,000 (an hour), else
+   * `InvalidArgumentError`.
+   */
   leaseMs?: number;
 }
 
 export type { ModelSettings, RecoveredRun };
+
+/** What `runtime.send()` takes: one user message of a session. */
+export interface SendInput {
+  sessionId: string;
+  text: string;
+  /** Files the user attached: their bytes as base64, with their media type. */
+  files?: UserFile[];
+  /** The `runId` of the session's last run, whose answer this run replaces (`regenerate()`). */
+  regenerates?: string;
+  /** Sampling and provider options of this run's requests, over `createRuntime`'s `settings`. */
+  settings?: ModelSettings;
+}
+
+/** A file attached to a user message (`send({ files })`). */
+export interface UserFile {
+  mediaType: string;
+  /** The bytes, base64 (no `data:` prefix). */
+  data: string;
+  filename?: string;
+}
 
 /**
  * A turnlog runtime (`createRuntime`): the store, the model adapter, the tools and one live turn
  * machine per running session.
  */
 export interface Runtime {
-  /** Starts a run for a user message. Throws `SessionBusyError` while the session's last run is unfinished (steer instead). */
-  send(input: { sessionId: string; text: string; settings?: ModelSettings }): Promise<TurnHandle>;
+  /**
+   * Starts a run for a user message: its text and any files attached (images, PDFs: at most 8,
+   * 4 MiB each, recorded in the log as base64; the model gets them as file parts). With
+   * `regenerates`, the run answers the same input again, superseding the session's last run
+   * (which must have ended); the UI then shows the newer answer only. Throws `SessionBusyError`
+   * while the session's last run is unfinished (steer instead).
+   */
+  send(input: SendInput): Promise<TurnHandle>;
   /** Answers a pending decision: a permission ask (`allow`/`deny`/`abort`) or an indeterminate call (`report-unknown`/`abort`). */
   decide(input: {
     sessionId: string;
@@ -311,13 +342,14 @@ class DefaultRuntime implements Runtime {
     for (const name of runtimeMethods) Object.assign(this, { [name]: this[name].bind(this) });
   }
 
-  async send(input: Parameters<Runtime['send']>[0]): Promise<TurnHandle> {
-    const { sessionId, text, settings } = checkMethodArgument('send', input);
+  async send(input: SendInput): Promise<TurnHandle> {
+    const { sessionId, text, files, regenerates, settings } = checkMethodArgument('send', input);
     // The caller's context parents the run's first span (read before the session's queue).
     const parent = await this.#parts.telemetry?.callerContext();
     const started = runSettings(this.#parts.limits, this.#parts.settings, settings);
+    const message = { text, ...(files === undefined ? {} : { files }) };
     return this.#runs.withSession(sessionId, () =>
-      this.#startRun({ sessionId, text, started, parent }),
+      this.#startRun({ sessionId, input: message, regenerates, started, parent }),
     );
   }
 
@@ -410,12 +442,14 @@ class DefaultRuntime implements Runtime {
   /** Under the session's lock: starts a run unless the session has an unfinished one. */
   async #startRun({
     sessionId,
-    text,
+    input,
+    regenerates,
     started,
     parent,
   }: {
     sessionId: string;
-    text: string;
+    input: FactOf<'run.started'>['input'];
+    regenerates: string | undefined;
     started: ReturnType<typeof runSettings>;
     parent: unknown;
   }): Promise<TurnHandle> {
@@ -424,6 +458,7 @@ class DefaultRuntime implements Runtime {
       const facts = await this.#runs.facts(sessionId);
       const open = unfinishedRun(facts);
       if (open) throw busy(sessionId, open.runId);
+      if (regenerates !== undefined) checkRegenerates(facts, sessionId, regenerates);
       const ids = { sessionId, turnId: generateId('turn'), runId: generateId('run') };
       try {
         return await this.#runs.start(
@@ -431,7 +466,8 @@ class DefaultRuntime implements Runtime {
           [...facts],
           {
             type: 'run.started',
-            input: { text },
+            input,
+            ...(regenerates === undefined ? {} : { regenerates }),
             runtimeVersion,
             ...started,
             ...(system === undefined ? {} : { system }),
@@ -513,6 +549,16 @@ class DefaultRuntime implements Runtime {
   async #findingsOf(sessionId: string | undefined): Promise<StoreFinding[]> {
     return (await this.#store.findings()).filter((finding) => finding.sessionId === sessionId);
   }
+}
+
+/** `send({ regenerates })` names the session's last run, or it is refused. */
+function checkRegenerates(facts: readonly Fact[], sessionId: string, regenerates: string): void {
+  const last = facts.findLast((fact) => fact.type === 'run.started');
+  if (last?.runId === regenerates) return;
+  throw new InvalidArgumentError({
+    message: `runtime.send(): regenerates must be the runId of session ${sessionId}'s last run (${last?.runId ?? 'it has none'}), not ${regenerates}: only the last answer can be regenerated.`,
+    argument: 'regenerates',
+  });
 }
 
 function busy(sessionId: string, runId: string): SessionBusyError {

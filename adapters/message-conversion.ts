@@ -1,5 +1,6 @@
 import {
   type ModelMessage as AiSdkMessage,
+  type UserContent as AiSdkUserContent,
   type AssistantContent,
   jsonSchema,
   type ToolContent,
@@ -12,6 +13,7 @@ import type {
   ModelMessage,
   RequestTool,
   ToolResultPart,
+  UserPart,
 } from '../events/messages.ts';
 import { samePrefixLength } from './same-prefix.ts';
 
@@ -81,15 +83,7 @@ export function fromAiSdkMessages(messages: readonly AiSdkMessage[]): ModelMessa
       case 'system':
         return { role: 'system', content: message.content };
       case 'user':
-        return {
-          role: 'user',
-          content:
-            typeof message.content === 'string'
-              ? message.content
-              : message.content
-                  .map((part) => (part.type === 'text' ? part.text : unsupportedPart('user', part)))
-                  .join(''),
-        };
+        return { role: 'user', content: fromAiSdkUserContent(message.content) };
       case 'assistant':
         return { role: 'assistant', content: fromAiSdkAssistantContent(message.content) };
       case 'tool':
@@ -97,6 +91,28 @@ export function fromAiSdkMessages(messages: readonly AiSdkMessage[]): ModelMessa
       default:
         return assertNever(message, 'message');
     }
+  });
+}
+
+/** A user message's content: text as a string; with files (base64 data), text and file parts. */
+function fromAiSdkUserContent(content: AiSdkUserContent): string | UserPart[] {
+  if (typeof content === 'string') return content;
+  if (!content.some((part) => part.type === 'file')) {
+    return content
+      .map((part) => (part.type === 'text' ? part.text : unsupportedPart('user', part)))
+      .join('');
+  }
+  return content.map((part): UserPart => {
+    if (part.type === 'text') return { type: 'text', text: part.text };
+    if (part.type === 'file' && typeof part.data === 'string') {
+      return {
+        type: 'file',
+        mediaType: part.mediaType,
+        data: part.data,
+        ...(part.filename === undefined ? {} : { filename: part.filename }),
+      };
+    }
+    return unsupportedPart('user', part);
   });
 }
 

@@ -204,7 +204,8 @@ async function parkAll(runtime: Runtime, prefix: string, sessions: number): Prom
 }
 
 /** Appends a copy of one parked session's facts under each new session id, `concurrency` at a time. */
-async function appendAll(
+/** Appends `sessions` copies of a session's facts, each under `${prefix}_${n}`, a few at a time. */
+export async function appendAll(
   store: EventStore,
   template: readonly Fact[],
   prefix: string,

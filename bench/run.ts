@@ -1,15 +1,18 @@
 // Runs every benchmark and prints one markdown table per benchmark (npm run bench).
 // Pick some by name: npm run bench -- overhead log-size
 // Names: adapter, store, overhead, telemetry, postgres-store, workers, session-length, log-size,
-// rehydration, parked-memory.
+// rehydration, parked-memory, live-replay, deploy-check, retention.
 import { loadavg } from 'node:os';
 import { adapterTable, benchAdapter } from './adapter.ts';
+import { benchDeployCheck, deployCheckTable } from './deploy-check.ts';
+import { benchLiveReplay, liveReplayTable } from './live-replay-memory.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
 import { describeMachine } from './machine.ts';
 import { benchOverhead, overheadTable } from './overhead.ts';
 import { benchParkedMemory, parkedMemoryTable } from './parked-memory.ts';
 import { benchPostgresStore, postgresStoreTable } from './postgres-store.ts';
 import { benchRehydration, rehydrationTable } from './rehydration.ts';
+import { benchRetention, retentionTable } from './retention.ts';
 import { benchSessionLength, sessionLengthTable } from './session-length.ts';
 import { benchStore } from './store.ts';
 import { type BenchTable, formatMs, formatTable } from './table.ts';
@@ -40,6 +43,12 @@ const benchmarks: Record<string, () => Promise<BenchTable | BenchTable[]>> = {
   'log-size': async () => logSizeTable(await benchLogSize()),
   rehydration: async () => rehydrationTable(await benchRehydration()),
   'parked-memory': async () => parkedMemoryTable(await benchParkedMemory()),
+  // A live run's replay and its resume streams: folded deltas against every delta kept (issue 29).
+  'live-replay': async () => liveReplayTable(await benchLiveReplay()),
+  // The deploy check over 10,000 and 100,000 parked runs (issue 28).
+  'deploy-check': async () => deployCheckTable(await benchDeployCheck()),
+  // Purging 100,000 ended sessions on lowdbStore and postgresStore (issue 27).
+  retention: async () => retentionTable(await benchRetention()),
 };
 
 const requested = process.argv.slice(2);

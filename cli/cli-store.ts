@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import type { EventStore } from '../store/event-store.ts';
 import { lowdbStore } from '../store/folder/lowdb-store.ts';
 import { postgresStore } from '../store/postgres/postgres-store.ts';
+import type { SessionRetention } from '../store/session-retention.ts';
 import { CliError } from './cli-error.ts';
 import type { OptionValue } from './command-definition.ts';
 
@@ -39,7 +40,7 @@ export function chooseStore(
  * that does not exist is an error, not a new empty store: a mistyped --dir must not look like a
  * store without sessions.
  */
-export function openStore(choice: StoreChoice): EventStore {
+export function openStore(choice: StoreChoice): EventStore & SessionRetention {
   if (choice.kind === 'folder' && !existsSync(choice.dir)) {
     throw new CliError({
       message: `turnlog: there is no store folder ${choice.dir}; give the folder your runtime's lowdbStore uses (--dir or TURNLOG_DIR), or --database-url for PostgreSQL`,

@@ -1,5 +1,6 @@
 import type { RuntimeOptions } from '../runtime.ts';
 import type { EventStore } from '../store/event-store.ts';
+import type { SessionRetention } from '../store/session-retention.ts';
 import type { CliOutput } from './cli-output.ts';
 import type { ExitName } from './exit-codes.ts';
 
@@ -70,7 +71,7 @@ export interface CommandContext {
   json: boolean;
   output: CliOutput;
   /** The store the options select, opened on first call and closed when the command ends. */
-  store(): Promise<EventStore>;
+  store(): Promise<EventStore & SessionRetention>;
   /** The `--runtime` module's createRuntime options (its `store` is left out: see `store()`). */
   runtimeOptions(): Promise<RuntimeOptions | undefined>;
   /** The clock (ms since the epoch). */

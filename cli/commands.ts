@@ -1,6 +1,9 @@
 import type { CommandDefinition } from './command-definition.ts';
 import { checkCommand } from './commands/check.ts';
 import { decideCommand, stopCommand } from './commands/decide.ts';
+import { exportCommand } from './commands/export.ts';
+import { importCommand } from './commands/import.ts';
+import { purgeCommand } from './commands/purge.ts';
 import { replayCommand } from './commands/replay.ts';
 import { sessionsCommand } from './commands/sessions.ts';
 import { showCommand } from './commands/show.ts';
@@ -19,4 +22,7 @@ export const commands: readonly CommandDefinition[] = [
   stopCommand,
   checkCommand,
   replayCommand,
+  purgeCommand,
+  exportCommand,
+  importCommand,
 ];

@@ -17,7 +17,7 @@ export const exitCodes = {
   refused: {
     code: 4,
     meaning:
-      "the runtime's own checks refused the action (a decision nobody owes, a different one already made, a damaged session)",
+      "the runtime's own checks refused the action (a decision nobody owes, a different one already made, a damaged session), or import refused an archive (another history of the session, a cut file)",
   },
   store: {
     code: 5,

@@ -1,6 +1,7 @@
 import { TurnlogError } from '../events/turnlog-error.ts';
 import type { RuntimeOptions } from '../runtime.ts';
 import type { EventStore } from '../store/event-store.ts';
+import type { SessionRetention } from '../store/session-retention.ts';
 import { CliError } from './cli-error.ts';
 import { CliOutput, type CliStreams } from './cli-output.ts';
 import { chooseStore, openStore } from './cli-store.ts';
@@ -28,7 +29,7 @@ export interface RunCliOptions extends CliStreams {
 export async function runCli(options: RunCliOptions): Promise<number> {
   const json = options.argv.includes('--json');
   const output = new CliOutput(options, { progress: !options.argv.includes('--no-progress') });
-  let store: EventStore | undefined;
+  let store: (EventStore & SessionRetention) | undefined;
   try {
     const parsed = parseCommandLine(options.argv, commands, options.env);
     if (parsed.kind === 'help') {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { idProblem } from './ids.ts';
 import type { JsonValue } from './json.ts';
 
 /**
@@ -24,6 +25,15 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     (strict ? z.strictObject(shape) : z.object(shape)) as z.ZodObject<TShape>;
   const whole = (min: number) => (strict ? z.number().int().min(min) : z.number());
   const nonEmpty = strict ? z.string().min(1) : z.string();
+  // An id is a key (a folder name, a PostgreSQL text column): well-formed, without NUL.
+  const id = strict
+    ? z
+        .string()
+        .min(1)
+        .refine((value) => idProblem(value) === undefined, {
+          error: 'must be well-formed UTF-16 without NUL (a lone surrogate or NUL cannot be a key)',
+        })
+    : z.string();
 
   // Opaque provider data, replayed to the provider as it was: a read checks its two levels
   // (provider → options object), an append every value in them.
@@ -32,6 +42,13 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     strict ? z.record(z.string(), jsonValue) : jsonObject,
   );
 
+  // A file a user attached to a message, as run.started records it.
+  const userFile = object({
+    mediaType: nonEmpty,
+    /** The bytes, base64 (no data: prefix). */
+    data: z.string(),
+    filename: z.string().optional(),
+  });
   const finishReason = object({
     unified: z.enum([
       'stop',
@@ -210,20 +227,21 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     'unknown',
   ]);
   const permissionDecision = z.enum(['allow', 'deny', 'report-unknown', 'abort']);
+  const reconcileAnswer = z.enum(['done', 'not-done', 'unknown', 'idempotent']);
   const runStatus = z.enum(['completed', 'failed', 'aborted']);
 
   /** The envelope every stored fact has. `state` is the turn machine's state after the fact. */
   const envelope = {
-    id: nonEmpty,
+    id,
     seq: whole(1),
     /** ISO 8601 time of the commit. */
     at: z.string(),
-    sessionId: nonEmpty,
-    turnId: nonEmpty,
-    runId: nonEmpty,
+    sessionId: id,
+    turnId: id,
+    runId: id,
     state: z.string().optional(),
     /** The worker that appended it under a lease (`RunLeases`); absent in single-process logs. */
-    workerId: nonEmpty.optional(),
+    workerId: id.optional(),
     /** The epoch of that worker's lease on the run (its fencing token); with `workerId` only. */
     leaseEpoch: whole(1).optional(),
   };
@@ -231,7 +249,19 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
   /** The payload of each fact type. */
   const payloads = {
     'run.started': {
-      input: object({ text: z.string() }),
+      input: object({
+        text: z.string(),
+        /**
+         * Files the user attached (images, PDFs), their bytes as base64; absent in logs before
+         * files were recorded, and when none was attached.
+         */
+        files: z.array(userFile).optional(),
+      }),
+      /**
+       * The run this one supersedes: a `regenerate()` of its answer, for the same input (the UI
+       * shows the newer answer only); absent for a new message.
+       */
+      regenerates: z.string().optional(),
       runtimeVersion: z.string(),
       limits: runLimits,
       /** Sampling settings and provider options of the run's requests; absent when none were given. */
@@ -289,7 +319,32 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
       truncated: z.boolean(),
       durationMs: measure.optional(),
     },
-    'tool.indeterminate': { callId: z.string(), name: z.string() },
+    'tool.indeterminate': {
+      callId: z.string(),
+      name: z.string(),
+      /**
+       * How this recovery resolves the call without a person: `reconcile` (its tool's `reconcile`
+       * is asked whether it took effect) or `idempotent` (its tool says running it again has the
+       * effect of running it once). Absent when a person must decide, and in logs written before
+       * tools could say either.
+       */
+      check: z.enum(['reconcile', 'idempotent']).optional(),
+    },
+    /**
+     * What a recovery found out about a call that started and never settled (`tool.indeterminate`
+     * with `check`): `done` (its `reconcile` says it took effect; the call's `tool.settled`
+     * success, with the output `reconcile` gave, is in the same append), `not-done` (it did not:
+     * it runs again, once, under its decision), `unknown` (`reconcile` could not tell, threw or
+     * timed out: a person is asked, shown `reason`), or `idempotent` (not asked: its tool is
+     * idempotent, so it runs again).
+     */
+    'tool.reconciled': {
+      callId: z.string(),
+      name: z.string(),
+      answer: reconcileAnswer,
+      /** What `reconcile` said, or what went wrong asking it (with `unknown`). */
+      reason: z.string().optional(),
+    },
     'steering.received': { messageId: z.string(), text: z.string() },
     'compaction.started': {
       reason: z.enum(['budget', 'overflow']),
@@ -345,6 +400,7 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     traceContext,
     toolOutcome,
     permissionDecision,
+    reconcileAnswer,
     runStatus,
   };
 }

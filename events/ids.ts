@@ -1,5 +1,23 @@
 import { randomBytes } from 'node:crypto';
 
+/** Half of a UTF-16 surrogate pair standing alone. */
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * What is wrong with a session, run, turn, fact or call id as a key, or `undefined` when it is
+ * well-formed: a lone surrogate would be stored as U+FFFD in UTF-8 (a file name, a PostgreSQL
+ * text column), so `x\ud800`, `x\udbff` and `x\ufffd` would be one session; a NUL cannot be
+ * stored in a PostgreSQL text column or a file name at all.
+ */
+export function idProblem(id: string): string | undefined {
+  const nul = id.indexOf('\u0000');
+  if (nul !== -1) return `it holds a NUL character (at index ${nul})`;
+  const lone = loneSurrogate.exec(id);
+  if (lone === null) return undefined;
+  const code = lone[0].charCodeAt(0).toString(16);
+  return `it is not well-formed UTF-16 (a lone surrogate \\u${code} at index ${lone.index}), so it would be stored as another id`;
+}
+
 /** Makes a new unique id with the given prefix (`run`, `step`, `fact`, …). */
 export type IdGenerator = (prefix: string) => string;
 

@@ -16,7 +16,54 @@ export interface SystemMessage {
 
 export interface UserMessage {
   role: 'user';
-  content: string;
+  /** Text alone as a string; with attached files, the text and the files as parts. */
+  content: string | UserPart[];
+}
+
+/** A part of a user message that carries files. */
+export type UserPart = TextPart | FilePart;
+
+/** A file a user attached (an image, a PDF), as `run.started` records it. */
+export interface FilePart {
+  type: 'file';
+  mediaType: string;
+  /** The bytes, base64. */
+  data: string;
+  filename?: string;
+}
+
+/**
+ * The user message of a run's input: its text, as a plain string when no file is attached (so
+ * a log without files projects, and hashes, as it always did).
+ */
+export function userContent(input: {
+  text: string;
+  files?: readonly { mediaType: string; data: string; filename?: string | undefined }[] | undefined;
+}): string | UserPart[] {
+  if (input.files === undefined || input.files.length === 0) return input.text;
+  return [
+    ...(input.text === '' ? [] : [{ type: 'text' as const, text: input.text }]),
+    ...input.files.map(
+      (file): FilePart => ({
+        type: 'file',
+        mediaType: file.mediaType,
+        data: file.data,
+        ...(file.filename === undefined ? {} : { filename: file.filename }),
+      }),
+    ),
+  ];
+}
+
+/** A user message's text, with each file as a one-line mention (for transcripts). */
+export function userText(content: string | readonly UserPart[]): string {
+  if (typeof content === 'string') return content;
+  return content
+    .map((part) =>
+      part.type === 'text'
+        ? part.text
+        : `[file: ${part.mediaType}${part.filename === undefined ? '' : ` ${part.filename}`}]`,
+    )
+    .join('\n');
 }
 
 export interface AssistantMessage {

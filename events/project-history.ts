@@ -1,6 +1,6 @@
 import type { Fact, FactOf } from './facts.ts';
 import { requestSeq, stepMessages, summaryMessage } from './history-messages.ts';
-import type { ModelMessage } from './messages.ts';
+import { type ModelMessage, type UserPart, userContent } from './messages.ts';
 import { createRunIndex, type RunFacts, type StepFacts } from './run-facts.ts';
 
 export { compactionSummaryHeader } from './history-messages.ts';
@@ -144,7 +144,7 @@ class HistoryFold {
     switch (fact.type) {
       case 'run.started':
         if (filed.run.runStarted.length === 1 && fact.seq > throughSeq)
-          this.#insert(userAt(fact.seq, fact.input.text));
+          this.#insert(userAt(fact.seq, userContent(fact.input)));
         return;
       case 'steering.received':
         if (fact.seq > throughSeq) this.#insert(userAt(fact.seq, fact.text));
@@ -239,7 +239,7 @@ function runPieces(run: RunFacts, throughSeq: number): Piece[] {
   const pieces: Piece[] = [];
   const started = run.runStarted[0];
   if (started !== undefined && started.seq > throughSeq) {
-    pieces.push(userAt(started.seq, started.input.text));
+    pieces.push(userAt(started.seq, userContent(started.input)));
   }
   for (const steering of run.steering) {
     if (steering.seq > throughSeq) pieces.push(userAt(steering.seq, steering.text));
@@ -253,8 +253,8 @@ function runPieces(run: RunFacts, throughSeq: number): Piece[] {
   return pieces;
 }
 
-function userAt(seq: number, text: string): Piece {
-  return { seq, after: 0, messages: [{ role: 'user', content: text }] };
+function userAt(seq: number, content: string | UserPart[]): Piece {
+  return { seq, after: 0, messages: [{ role: 'user', content }] };
 }
 
 function stepAt(step: StepFacts, completed: FactOf<'step.completed'>): Piece {

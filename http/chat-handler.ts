@@ -8,6 +8,7 @@ import {
   badRequest,
   type ChatPost,
   ChatRequestError,
+  filesOf,
   readChatPost,
   textOf,
 } from './chat-request.ts';
@@ -17,7 +18,12 @@ import { type RequestAction, RequestGuard, type RequestGuardOptions } from './re
 
 /** What `chatHandler` needs of a runtime (`createRuntime`'s `Runtime` has it all). */
 export interface ChatRuntime {
-  send(input: { sessionId: string; text: string }): Promise<TurnHandle>;
+  send(input: {
+    sessionId: string;
+    text: string;
+    files?: { mediaType: string; data: string; filename?: string }[];
+    regenerates?: string;
+  }): Promise<TurnHandle>;
   decide(input: {
     sessionId: string;
     callId: string;
@@ -68,7 +74,7 @@ const statusOfError: Record<string, number> = {
 
 type SendExtrasOf<TRuntime extends ChatRuntime> = Omit<
   Parameters<TRuntime['send']>[0],
-  'sessionId' | 'text'
+  'sessionId' | 'text' | 'files' | 'regenerates'
 >;
 
 /**
@@ -174,12 +180,7 @@ class ChatRoutes {
       case 'answers':
         return this.#answer(sessionId, post);
       case 'regenerate':
-        throw new ChatRequestError({
-          status: 409,
-          name: 'RegenerateRefused',
-          message:
-            'A run in the log is never rewritten; send a new message instead of regenerating.',
-        });
+        return this.#regenerate(request, sessionId, post);
       default: {
         const unknown: never = post;
         throw new Error(`chatHandler: unknown post ${JSON.stringify(unknown)}`);
@@ -187,16 +188,53 @@ class ChatRoutes {
     }
   }
 
-  /** A user message: a new run, streamed from `run.started`. */
+  /** A user message (its text and attached files): a new run, streamed from `run.started`. */
   async #send(
     request: Request,
     sessionId: string,
     post: Extract<ChatPost, { kind: 'message' }>,
   ): Promise<Response> {
+    const message = { text: textOf(post.message), files: filesOf(post.message) };
+    return this.#start(request, { sessionId, ...message });
+  }
+
+  /**
+   * `regenerate()`: a new run for the last run's input (as the log has it), superseding its
+   * answer (`run.started.regenerates`): after a reload the page shows the question once and the
+   * newer answer. Only the last answer, once its run ended.
+   */
+  async #regenerate(
+    request: Request,
+    sessionId: string,
+    post: Extract<ChatPost, { kind: 'regenerate' }>,
+  ): Promise<Response> {
+    const facts = await this.#runtime.facts(sessionId);
+    const last = facts.findLast((fact) => fact.type === 'run.started');
+    if (
+      last?.type !== 'run.started' ||
+      (post.messageId !== undefined && post.messageId !== last.runId)
+    ) {
+      throw new ChatRequestError({
+        status: 409,
+        name: 'RegenerateRefused',
+        message: 'Only the last answer can be regenerated; send a new message instead.',
+      });
+    }
+    const { text, files } = last.input;
+    return this.#start(request, {
+      sessionId,
+      text,
+      ...(files === undefined ? {} : { files }),
+      regenerates: last.runId,
+    });
+  }
+
+  /** Starts a run (busy: a 409 the page shows) and streams it from `run.started`. */
+  async #start(request: Request, message: Parameters<ChatRuntime['send']>[0]): Promise<Response> {
     const extras = (await this.#options.send?.(request)) ?? {};
     let turn: TurnHandle;
     try {
-      turn = await this.#runtime.send({ ...extras, sessionId, text: textOf(post.message) });
+      turn = await this.#runtime.send({ ...extras, ...message });
     } catch (error) {
       if (!SessionBusyError.isInstance(error)) throw error;
       // Refused, never lost silently: the page shows why, and the message is not in the log.

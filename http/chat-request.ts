@@ -108,6 +108,26 @@ function answersOf(message: TurnlogUIMessage) {
   return { answers, runId, afterSeq: message.metadata?.seq };
 }
 
+/**
+ * The files attached to a user message (`sendMessage({ files })` makes them data URLs), as
+ * `runtime.send()` takes them; a file by URL is refused (400): the log keeps what the model saw.
+ */
+export function filesOf(message: TurnlogUIMessage) {
+  const files: { mediaType: string; data: string; filename?: string }[] = [];
+  for (const part of message.parts) {
+    if (part.type !== 'file') continue;
+    const match = /^data:([^;,]*)(?:;[^,]*)?;base64,(.*)$/s.exec(part.url);
+    if (match === null) {
+      throw badRequest(
+        `Attach files as base64 data URLs (useChat's sendMessage({ files }) makes them), not ${part.url.slice(0, 40)}.`,
+      );
+    }
+    const filename = part.filename === undefined ? {} : { filename: part.filename };
+    files.push({ mediaType: part.mediaType, data: match[2] as string, ...filename });
+  }
+  return files.length === 0 ? undefined : files;
+}
+
 /** The text of a user message: its text parts, one per line. */
 export function textOf(message: TurnlogUIMessage): string {
   return message.parts.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');

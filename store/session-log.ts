@@ -1,5 +1,6 @@
 import { factProblem } from '../events/check-fact.ts';
 import type { Fact, NewFact } from '../events/facts.ts';
+import { idProblem } from '../events/ids.ts';
 import {
   type AppendOptions,
   ConcurrencyError,
@@ -233,6 +234,13 @@ export function checkSessionId(sessionId: unknown, where: string): asserts sessi
   if (typeof sessionId !== 'string' || sessionId.length === 0) {
     throw new StoreInputError({
       message: `${where}: the session id must be a non-empty string, got ${JSON.stringify(sessionId) ?? String(sessionId)}`,
+      sessionId: undefined,
+    });
+  }
+  const problem = idProblem(sessionId);
+  if (problem !== undefined) {
+    throw new StoreInputError({
+      message: `${where}: the session id ${JSON.stringify(sessionId)} cannot be a key: ${problem}; use ids of well-formed text without NUL`,
       sessionId: undefined,
     });
   }

@@ -77,6 +77,7 @@ class MessageFold {
         this.#setToolOutput(chunk);
         break;
       case 'data-decision':
+      case 'data-reconciled':
         this.#setData(chunk);
         break;
       case 'steering-message':
@@ -132,8 +133,20 @@ class MessageFold {
         ? {}
         : { callProviderMetadata: chunk.providerMetadata }),
     };
+    // A title and tool metadata stay once set, as the SDK's reader keeps them.
+    const described = {
+      ...('title' in chunk && chunk.title !== undefined ? { title: chunk.title } : {}),
+      ...('toolMetadata' in chunk && chunk.toolMetadata !== undefined
+        ? { toolMetadata: chunk.toolMetadata }
+        : {}),
+    };
     if (existing !== undefined && this.#parts.indexOf(existing) > this.#stepStart()) {
-      Object.assign(existing, { type: `tool-${chunk.toolName}`, state, input }, provider);
+      Object.assign(
+        existing,
+        { type: `tool-${chunk.toolName}`, state, input },
+        provider,
+        described,
+      );
     } else {
       this.#parts.push({
         type: `tool-${chunk.toolName}`,
@@ -141,6 +154,7 @@ class MessageFold {
         state,
         input,
         ...provider,
+        ...described,
       } as Part);
     }
   }
@@ -151,6 +165,7 @@ class MessageFold {
     part.state = 'approval-requested';
     part.approval = {
       id: chunk.approvalId,
+      ...(chunk.approvalDescriptor === undefined ? {} : { descriptor: chunk.approvalDescriptor }),
       ...(chunk.reason === undefined ? {} : { requestReason: chunk.reason }),
       ...(chunk.isAutomatic === true ? { isAutomatic: true } : {}),
     };
@@ -191,7 +206,7 @@ class MessageFold {
   }
 
   /** A data part with the chunk's id takes its data; else the chunk is a new part. */
-  #setData(chunk: ChunkOf<'data-decision'>): void {
+  #setData(chunk: ChunkOf<'data-decision' | 'data-reconciled'>): void {
     const existing = this.#parts.find(
       (part) => part.type === chunk.type && 'id' in part && part.id === chunk.id,
     );

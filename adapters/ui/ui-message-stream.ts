@@ -1,4 +1,4 @@
-import type { Fact } from '../../events/facts.ts';
+import type { Fact, FactOf } from '../../events/facts.ts';
 import type { TurnEvent, TurnHandle } from '../../machines/effects/turn-channel.ts';
 import { recordedStateHasTag } from '../../machines/pure/state-tags.ts';
 import { ChunkTranslator } from './ui-message-chunks.ts';
@@ -10,6 +10,7 @@ export type {
   TurnlogDataTypes,
   TurnlogDecisionData,
   TurnlogMessageMetadata,
+  TurnlogReconciledData,
   TurnlogUIMessage,
   TurnlogUIMessageChunk,
 } from './ui-message-types.ts';
@@ -177,16 +178,16 @@ class RunChunkSource implements UnderlyingDefaultSource<TurnlogUIMessageChunk> {
  * const chat = new Chat({ id: sessionId, messages: toUIMessages(await runtime.facts(sessionId)) });
  */
 export function toUIMessages(facts: readonly Fact[]): TurnlogUIMessage[] {
-  const messages: TurnlogUIMessage[] = [];
+  let messages: TurnlogUIMessage[] = [];
   for (const run of factsByRun(facts)) {
     const first = run[0] as Fact;
     const started = run.find((fact) => fact.type === 'run.started');
-    if (started?.type === 'run.started') {
-      messages.push({
-        id: started.id,
-        role: 'user',
-        parts: [{ type: 'text', text: started.input.text }],
-      });
+    const superseded = started?.type === 'run.started' ? started.regenerates : undefined;
+    if (superseded !== undefined) {
+      // regenerate(): the same question answered again; the page shows the newer answer only.
+      messages = messages.filter((message) => message.id !== superseded);
+    } else if (started?.type === 'run.started') {
+      messages.push({ id: started.id, role: 'user', parts: userParts(started.input) });
     }
     const translator = new ChunkTranslator(first);
     const message: TurnlogUIMessage = { id: first.runId, role: 'assistant', parts: [] };
@@ -194,6 +195,17 @@ export function toUIMessages(facts: readonly Fact[]): TurnlogUIMessage[] {
     messages.push(message);
   }
   return messages;
+}
+
+/** A run's input as the parts of a user message: attached files (as data URLs), then its text. */
+function userParts(input: FactOf<'run.started'>['input']): TurnlogUIMessage['parts'] {
+  const files = (input.files ?? []).map((file) => ({
+    type: 'file' as const,
+    mediaType: file.mediaType,
+    url: `data:${file.mediaType};base64,${file.data}`,
+    ...(file.filename === undefined ? {} : { filename: file.filename }),
+  }));
+  return [...files, { type: 'text', text: input.text }];
 }
 
 /** A log's facts per run, runs in the order they first appear. */

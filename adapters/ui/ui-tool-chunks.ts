@@ -4,6 +4,7 @@ import {
   type ProviderToolCallPart,
   type ProviderToolResultPart,
 } from '../../events/facts.ts';
+import { reconcileText } from '../../events/reconcile-text.ts';
 import { type ApprovalKind, approvalAnswers, approvalId } from './ui-approval.ts';
 import type { TurnlogUIMessageChunk } from './ui-message-types.ts';
 
@@ -15,16 +16,24 @@ type ToolFact = FactOf<
   | 'tool.permission.decided'
   | 'tool.started'
   | 'tool.indeterminate'
+  | 'tool.reconciled'
   | 'tool.settled'
 >;
 
 /** One call of the last completed step, and where its approval stands. */
 interface CallState {
   name: string;
+  /** The input the call's part shows. */
+  input: unknown;
   /** The hash of the input the latest fact bound the call to (asked, decided, started). */
   inputHash: string | undefined;
-  approval: { id: string; kind: ApprovalKind; approved: boolean | undefined } | undefined;
+  approval:
+    | { id: string; kind: Exclude<ApprovalKind, 'policy'>; approved: boolean | undefined }
+    | undefined;
 }
+
+/** The title a call that may have run shows (a tool part's `title`), beside its `toolMetadata`. */
+export const mayHaveRunTitle = 'May have run: it started before a restart and never finished';
 
 const indeterminateReason =
   'This call started before the process stopped and never finished: it may or may not have run, ' +
@@ -33,8 +42,12 @@ const indeterminateReason =
 /**
  * The tool part of the translation: the calls of the last completed step as tool parts, and
  * their facts as approvals and outputs. An approval a person answers (`permission`,
- * `indeterminate`) comes with a `data-decision` part saying what approving and denying record;
- * a policy decision is an automatic approval. A part whose approval was denied (or never
+ * `indeterminate`) carries what approving and denying record, in its `approvalDescriptor` and in
+ * a `data-decision` part. A call nobody is asked about (the tool's or the policy's own verdict)
+ * has no approval, as `streamText` sends an allowed tool: input-available, then its output (a
+ * denied one: output-error with the denial's text). A call that may have run (started before a
+ * restart) says so in standard terms: its part's `title` and `toolMetadata.mayHaveRun`, and
+ * its approval's reason. A part whose approval was denied (or never
  * answered before a stop) ends `output-denied`, any other failure `output-error` with the
  * settlement text: the AI SDK accepts nothing else after an approval (`validateUIMessages`).
  * Provider-executed tools' calls and results (`step.completed` content) are tool parts marked
@@ -45,9 +58,14 @@ const indeterminateReason =
  * ```text
  * step.completed             tool-input-available per call (after the step's content)
  * tool.permission.requested  tool-approval-request, data-decision (what approve/deny record)
- * tool.indeterminate         tool-approval-request, data-decision
+ * tool.indeterminate         tool-input-available (title, toolMetadata.mayHaveRun),
+ *                            tool-approval-request, data-decision (no approval when its tool
+ *                            checks it: check)
+ * tool.reconciled            data-reconciled (what the check found), tool-input-available with
+ *                            the finding as its title, [the approval's answer again]; unknown: also
+ *                            tool-approval-request, data-decision (the reason says what it found)
  * tool.permission.decided    asked: tool-approval-response, data-decision (with the decision)
- *                            not asked (policy): tool-approval-request isAutomatic, -response
+ *                            not asked (the tool's or the policy's verdict): nothing
  * tool.started               nothing
  * tool.settled               [tool-approval-response approved: false, if never answered]
  *                            tool-output-denied | tool-output-available | tool-output-error
@@ -68,7 +86,12 @@ export class ToolChunks {
     const out: Chunk[] = [];
     for (const call of fact.toolCalls) {
       if (this.#calls.has(call.callId)) continue;
-      this.#calls.set(call.callId, { name: call.name, inputHash: undefined, approval: undefined });
+      this.#calls.set(call.callId, {
+        name: call.name,
+        input: call.input,
+        inputHash: undefined,
+        approval: undefined,
+      });
       out.push({
         type: 'tool-input-available',
         toolCallId: call.callId,
@@ -138,7 +161,22 @@ export class ToolChunks {
       case 'tool.permission.requested':
         return this.#approvalRequested(call, fact.callId, 'permission', fact.reason);
       case 'tool.indeterminate':
-        return this.#approvalRequested(call, fact.callId, 'indeterminate', indeterminateReason);
+        return [
+          {
+            type: 'tool-input-available',
+            toolCallId: fact.callId,
+            toolName: call.name,
+            input: call.input,
+            title: mayHaveRunTitle,
+            toolMetadata: { mayHaveRun: true },
+          },
+          // Its tool is asked first (check); a person only if it cannot tell.
+          ...(fact.check === undefined
+            ? this.#approvalRequested(call, fact.callId, 'indeterminate', indeterminateReason)
+            : []),
+        ];
+      case 'tool.reconciled':
+        return this.#reconciled(call, fact);
       case 'tool.permission.decided':
         return this.#decided(call, fact);
       case 'tool.settled':
@@ -166,6 +204,7 @@ export class ToolChunks {
         approvalId: id,
         toolCallId: callId,
         ...(reason === undefined ? {} : { reason }),
+        approvalDescriptor: { kind, ...approvalAnswers[kind] },
       },
       {
         type: 'data-decision',
@@ -175,30 +214,61 @@ export class ToolChunks {
     ];
   }
 
-  /** The decision as the answer to the person's approval, or as an automatic approval. */
+  /** What the check after a restart found; a person is asked when the tool could not tell. */
+  #reconciled(call: CallState, fact: FactOf<'tool.reconciled'>): Chunk[] {
+    const text = reconcileText(fact.answer, fact.reason);
+    const out: Chunk[] = [
+      {
+        type: 'data-reconciled',
+        id: fact.id,
+        data: { toolCallId: fact.callId, toolName: call.name, answer: fact.answer, text },
+      },
+      // In standard terms too: the part's title says what the check found.
+      {
+        type: 'tool-input-available',
+        toolCallId: fact.callId,
+        toolName: call.name,
+        input: call.input,
+        title: `${text.charAt(0).toUpperCase()}${text.slice(1)}`,
+        toolMetadata: { mayHaveRun: true, reconciled: fact.answer },
+      },
+    ];
+    const asked = call.approval;
+    if (asked?.approved !== undefined && fact.answer !== 'unknown') {
+      // The part keeps the answer it had (tool-input-available left it input-available).
+      out.push({ type: 'tool-approval-response', approvalId: asked.id, approved: asked.approved });
+    }
+    if (fact.answer === 'unknown') {
+      // Asked again (the same approval, when one was pending): the part waits for a person.
+      out.push(
+        ...this.#approvalRequested(
+          call,
+          fact.callId,
+          'indeterminate',
+          `${text}. ${indeterminateReason}`,
+        ),
+      );
+    } else if (asked !== undefined && asked.approved === undefined) {
+      // A person had been asked after an earlier restart; the tool answered instead.
+      asked.approved = true;
+      out.push({
+        type: 'tool-approval-response',
+        approvalId: asked.id,
+        approved: true,
+        reason: text,
+      });
+    }
+    return out;
+  }
+
+  /** The decision as the answer to the person's approval (none when nobody was asked). */
   #decided(call: CallState, fact: FactOf<'tool.permission.decided'>): Chunk[] {
     const reason = fact.reason === undefined ? {} : { reason: fact.reason };
     const approved = fact.decision === 'allow' || fact.decision === 'report-unknown';
     const asked = call.approval;
-    if (fact.by === 'policy' || asked === undefined || asked.kind === 'policy') {
-      // Decided without asking anyone: an automatic approval, as the AI SDK sends its own.
-      const id = approvalId({
-        kind: 'policy',
-        stepId: this.#stepId,
-        callId: fact.callId,
-        inputHash: fact.inputHash,
-      });
-      call.approval = { id, kind: 'policy', approved };
-      return [
-        {
-          type: 'tool-approval-request',
-          approvalId: id,
-          toolCallId: fact.callId,
-          isAutomatic: true,
-        },
-        { type: 'tool-approval-response', approvalId: id, approved, ...reason },
-      ];
-    }
+    // Decided without asking anyone: no approval, as streamText sends a tool that needs none
+    // (a denial shows as the settlement's output-error).
+    if (fact.by === 'policy' || asked === undefined) return [];
     asked.approved = approved;
     const { id, kind } = asked;
     return [

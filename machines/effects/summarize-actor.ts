@@ -1,5 +1,5 @@
 import type { Fact } from '../../events/facts.ts';
-import type { ModelMessage } from '../../events/messages.ts';
+import { type ModelMessage, userText } from '../../events/messages.ts';
 import { projectHistory } from '../../events/project-history.ts';
 import type { SummarizeInput } from '../pure/actor-inputs.ts';
 import { requestLimits } from './prepare-step-actor.ts';
@@ -53,7 +53,7 @@ export function transcript(messages: readonly ModelMessage[]): string {
   const lines: string[] = [];
   for (const message of messages) {
     if (message.role === 'system' || message.role === 'user')
-      lines.push(`${message.role === 'user' ? 'User' : 'System'}: ${message.content}`);
+      lines.push(`${message.role === 'user' ? 'User' : 'System'}: ${userText(message.content)}`);
     else if (message.role === 'assistant') {
       for (const part of message.content) {
         if (part.type === 'text') lines.push(`Assistant: ${part.text}`);

@@ -26,7 +26,10 @@ export interface TurnHandle {
   runId: string;
   /**
    * The run's facts from `run.started`, then live, with deltas; ends after `run.ended`. Each
-   * iteration starts from the beginning of what this handle has seen.
+   * iteration starts from the beginning of what this handle has seen. A reader that is caught
+   * up gets every delta as it came; deltas of one stream (a step's text or reasoning, a call's
+   * input) that it has not reached yet may arrive folded into one, so the handle holds a
+   * bounded number of events however long the run streams (issue 29).
    */
   events: AsyncIterable<TurnEvent>;
   /** Resolves when the run ends; rejects only if the log could not be written. */
@@ -71,7 +74,7 @@ export function createTurnChannel(
   ids: { sessionId: string; turnId: string; runId: string },
   seen: readonly TurnEvent[] = [],
 ): { handle: TurnHandle; sink: TurnSink } {
-  const buffer = new EventBuffer([...seen]);
+  const buffer = new EventBuffer(seen);
   let resolve!: (result: TurnResult) => void;
   let reject!: (error: unknown) => void;
   const done = new Promise<TurnResult>((onResolve, onReject) => {
@@ -139,20 +142,61 @@ function createSink(
 // mid-run and its `for await` would never resume.
 const awaited = new Set<EventBuffer>();
 
-/** An append-only event list that any number of async iterators read from the start. */
+/** One event of a buffer, in a list that readers walk. */
+interface Entry {
+  event: TurnEvent;
+  prev: Entry | undefined;
+  next: Entry | undefined;
+  /** Readers whose last event read is this one (it may not change under them). */
+  readers: number;
+}
+
+/**
+ * Two deltas of one stream (one step's text or reasoning, one call's input) as one, or
+ * `undefined` when they are not of one stream.
+ */
+export function mergedDelta(first: TurnEvent, second: TurnEvent): TurnEvent | undefined {
+  if (first.runId !== second.runId || !('stepId' in first) || !('stepId' in second)) {
+    return undefined;
+  }
+  if (first.stepId !== second.stepId) return undefined;
+  if (
+    (first.type === 'text.delta' && second.type === 'text.delta') ||
+    (first.type === 'reasoning.delta' && second.type === 'reasoning.delta')
+  ) {
+    return { ...first, text: first.text + second.text };
+  }
+  if (
+    first.type === 'tool.input.delta' &&
+    second.type === 'tool.input.delta' &&
+    first.callId === second.callId
+  ) {
+    return { ...first, delta: first.delta + second.delta };
+  }
+  return undefined;
+}
+
+/**
+ * The events of one run, which any number of async iterators read from the start. Bounded
+ * (issue 29, item 5): consecutive deltas of one stream are folded into one event as soon as no
+ * reader stands between them, so a replay holds the run's facts and one delta per stream
+ * (plus at most one per reader that stopped midway), not one per token. A reader that is
+ * caught up still gets every delta as it came.
+ */
 class EventBuffer {
-  private readonly events: TurnEvent[];
+  private head: Entry | undefined;
+  private tail: Entry | undefined;
   private closed = false;
   private error: unknown;
   private waiters: (() => void)[] = [];
 
-  constructor(events: TurnEvent[]) {
-    this.events = events;
+  constructor(events: readonly TurnEvent[]) {
+    for (const event of events) this.append(event);
   }
 
   push(event: TurnEvent) {
     if (this.closed) return;
-    this.events.push(event);
+    this.append(event);
     this.wake();
   }
 
@@ -162,6 +206,29 @@ class EventBuffer {
     this.wake();
   }
 
+  private append(event: TurnEvent) {
+    const entry: Entry = { event, prev: this.tail, next: undefined, readers: 0 };
+    if (this.tail === undefined) this.head = entry;
+    else this.tail.next = entry;
+    this.tail = entry;
+    if (entry.prev !== undefined) this.foldForward(entry.prev);
+  }
+
+  /**
+   * Folds `entry` into the one after it when no reader stands on it and both are deltas of one
+   * stream. Readers before it then read the merged delta; readers after it read on unchanged.
+   */
+  private foldForward(entry: Entry) {
+    const next = entry.next;
+    if (next === undefined || entry.readers > 0) return;
+    const merged = mergedDelta(entry.event, next.event);
+    if (merged === undefined) return;
+    next.event = merged;
+    next.prev = entry.prev;
+    if (entry.prev === undefined) this.head = next;
+    else entry.prev.next = next;
+  }
+
   private wake() {
     const waiters = this.waiters;
     this.waiters = [];
@@ -169,19 +236,43 @@ class EventBuffer {
     for (const waiter of waiters) waiter();
   }
 
+  /** Moves a reader from `from` (its last event read, if any) onto `to`. */
+  private step(from: Entry | undefined, to: Entry) {
+    to.readers += 1;
+    if (from === undefined) return;
+    from.readers -= 1;
+    this.foldForward(from);
+  }
+
+  private leave(last: Entry | undefined) {
+    if (last === undefined) return;
+    last.readers -= 1;
+    this.foldForward(last);
+  }
+
   async *iterate(): AsyncGenerator<TurnEvent> {
-    let index = 0;
-    while (true) {
-      while (index < this.events.length) {
-        yield this.events[index] as TurnEvent;
-        index += 1;
+    let last: Entry | undefined;
+    try {
+      while (true) {
+        const next = last === undefined ? this.head : last.next;
+        if (next !== undefined) {
+          // Read before stepping: leaving `last` may fold it into `next`, which this reader
+          // has read in part already.
+          const event = next.event;
+          this.step(last, next);
+          last = next;
+          yield event;
+          continue;
+        }
+        if (this.closed) {
+          if (this.error !== undefined) throw this.error;
+          return;
+        }
+        awaited.add(this);
+        await new Promise<void>((wake) => this.waiters.push(wake));
       }
-      if (this.closed) {
-        if (this.error !== undefined) throw this.error;
-        return;
-      }
-      awaited.add(this);
-      await new Promise<void>((wake) => this.waiters.push(wake));
+    } finally {
+      this.leave(last);
     }
   }
 }

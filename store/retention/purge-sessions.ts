@@ -18,6 +18,8 @@ export interface PurgeOptions {
   batchSize?: number;
   /** Called once per session decided, in order. */
   onProgress?: (progress: PurgeProgress) => void;
+  /** Stops the purge between two batches (the report says so); nothing is left half done. */
+  signal?: AbortSignal;
 }
 
 /** One session decided by `purgeSessions`. */
@@ -42,6 +44,8 @@ export interface PurgeReport {
   archived: string[];
   /** Sessions found but left: they changed (a new run), were gone already, or cannot be read. */
   left: RemovedSession[];
+  /** True when `signal` stopped the purge before every session found was decided. */
+  stopped: boolean;
 }
 
 /**
@@ -69,9 +73,19 @@ export async function purgeSessions(
   checkEndedBefore(options.endedBefore, 'purgeSessions');
   const batchSize = Math.max(1, Math.floor(options.batchSize ?? 100));
   const found = await store.endedSessions({ endedBefore: options.endedBefore });
-  const report: PurgeReport = { found: found.length, removed: 0, archived: [], left: [] };
+  const report: PurgeReport = {
+    found: found.length,
+    removed: 0,
+    archived: [],
+    left: [],
+    stopped: false,
+  };
   let done = 0;
   for (let start = 0; start < found.length; start += batchSize) {
+    if (options.signal?.aborted === true) {
+      report.stopped = true;
+      break;
+    }
     const batch = found.slice(start, start + batchSize);
     const archives = new Map<string, string>();
     const left: RemovedSession[] = [];

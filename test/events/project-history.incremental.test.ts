@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Fact, FactOf } from '../../events/facts.ts';
 import { requestSeq, stepMessages, summaryMessage } from '../../events/history-messages.ts';
-import type { ModelMessage } from '../../events/messages.ts';
+import { type ModelMessage, type UserPart, userContent } from '../../events/messages.ts';
 import { createHistoryProjection, projectHistory } from '../../events/project-history.ts';
 import { collectRuns } from '../../events/run-facts.ts';
 import { sampleLogs } from '../helpers/sample-logs.ts';
@@ -20,7 +20,7 @@ function fullProjection(facts: readonly Fact[], provider: string): ModelMessage[
   );
   const throughSeq = compaction?.throughSeq ?? 0;
   const placed: { seq: number; after: number; messages: ModelMessage[] }[] = [];
-  const user = (seq: number, content: string) => ({
+  const user = (seq: number, content: string | UserPart[]) => ({
     seq,
     after: 0,
     messages: [{ role: 'user' as const, content }],
@@ -28,7 +28,7 @@ function fullProjection(facts: readonly Fact[], provider: string): ModelMessage[
   for (const run of collectRuns(facts)) {
     const started = run.runStarted[0];
     if (started !== undefined && started.seq > throughSeq)
-      placed.push(user(started.seq, started.input.text));
+      placed.push(user(started.seq, userContent(started.input)));
     for (const steering of run.steering)
       if (steering.seq > throughSeq) placed.push(user(steering.seq, steering.text));
     for (const step of run.steps) {

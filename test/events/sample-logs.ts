@@ -14,7 +14,9 @@ export const sampleLogNames = [
   'stop',
   'workers',
   'traced',
+  'reconciled',
   'settings',
+  'chat',
 ] as const;
 
 export type SampleLogName = (typeof sampleLogNames)[number];

@@ -248,4 +248,99 @@ describe('chatHandler', () => {
     expect((await chatHandler(runtime, onLoopback)(rebound)).status).toBe(403);
     expect(await runtime.facts('c9')).toEqual([]);
   });
+
+  it('regenerates the last answer: a new run for the same input, shown once after a reload', async () => {
+    runtime = testRuntime(memoryStore(), {
+      model: scriptedModel([{ text: 'First answer.' }, { text: 'Second answer.' }]),
+    });
+    const handler = chatHandler(runtime, onLoopback);
+    const question = user('Tell me a joke');
+    const first = (
+      await readResponseLikeUseChat(await handler(post({ id: 'r1', messages: [question] })))
+    ).message as TurnlogUIMessage;
+    // useChat's regenerate(): the messages up to the user's, trigger regenerate-message.
+    const again = await handler(
+      post({ id: 'r1', messages: [question], trigger: 'regenerate-message' }),
+    );
+    expect(again.status).toBe(200);
+    const second = (await readResponseLikeUseChat(again)).message as TurnlogUIMessage;
+    expect(second.id).not.toBe(first.id);
+    expect(second.parts.at(-1)).toMatchObject({ type: 'text', text: 'Second answer.' });
+    const facts = await runtime.facts('r1');
+    expect(facts.filter((fact) => fact.type === 'run.started')).toMatchObject([
+      { input: { text: 'Tell me a joke' } },
+      { input: { text: 'Tell me a joke' }, regenerates: first.id },
+    ]);
+    const page = (await (await handler(get('/api/chat/r1/messages'))).json()) as TurnlogUIMessage[];
+    expect(page.map((message) => [message.role, message.id])).toEqual([
+      ['user', expect.any(String)],
+      ['assistant', second.id],
+    ]);
+    // The model saw the earlier answer too: the log hides nothing from it.
+    expect((await runtime.history('r1')).map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+    ]);
+    const older = await handler(
+      post({ id: 'r1', messages: [question], trigger: 'regenerate-message', messageId: first.id }),
+    );
+    expect(older.status).toBe(409);
+    expect(await older.json()).toMatchObject({ error: 'RegenerateRefused' });
+  });
+
+  it('refuses to regenerate an answer whose run is unfinished, with a 409 the page shows', async () => {
+    const { runtime } = addRuntime('ask');
+    const handler = chatHandler(runtime, onLoopback);
+    await readResponseLikeUseChat(await handler(post({ id: 'r2', messages: [user('Add')] })));
+    const refused = await handler(
+      post({ id: 'r2', messages: [user('Add')], trigger: 'regenerate-message' }),
+    );
+    expect(refused.status).toBe(409);
+    expect((await refused.json()).error).toBe('SessionBusyError');
+    expect((await runtime.facts('r2')).filter((fact) => fact.type === 'run.started')).toHaveLength(
+      1,
+    );
+  });
+
+  it('sends an attached image to the model, and gives it back on a page load', async () => {
+    const model = scriptedModel([{ text: 'A pixel.' }]);
+    runtime = testRuntime(memoryStore(), { model });
+    const handler = chatHandler(runtime, onLoopback);
+    const pixel =
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+    const withImage: TurnlogUIMessage = {
+      id: 'u-image',
+      role: 'user',
+      parts: [
+        {
+          type: 'file',
+          mediaType: 'image/png',
+          filename: 'pixel.png',
+          url: `data:image/png;base64,${pixel}`,
+        },
+        { type: 'text', text: 'What is this?' },
+      ],
+    };
+    await readResponseLikeUseChat(await handler(post({ id: 'f1', messages: [withImage] })));
+    const prompt = model.requests[0]?.prompt.find((message) => message.role === 'user');
+    expect(prompt?.content).toContainEqual({
+      type: 'file',
+      mediaType: 'image/png',
+      data: { type: 'data', data: pixel },
+      filename: 'pixel.png',
+    });
+    const page = (await (await handler(get('/api/chat/f1/messages'))).json()) as TurnlogUIMessage[];
+    expect(page[0]?.parts).toEqual(withImage.parts);
+    const byUrl = {
+      ...withImage,
+      parts: [
+        { type: 'file', mediaType: 'image/png', url: 'https://example.com/a.png' },
+        { type: 'text', text: 'x' },
+      ],
+    };
+    const refused = await handler(post({ id: 'f2', messages: [byUrl] }));
+    expect(refused.status).toBe(400);
+  });
 });

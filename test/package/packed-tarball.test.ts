@@ -8,6 +8,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -45,6 +46,7 @@ const manifest = JSON.parse(manifestText) as {
   files: string[];
   dependencies: Record<string, string>;
   engines: Record<string, string>;
+  bin: Record<string, string>;
   peerDependencies: Record<string, string>;
   peerDependenciesMeta: Record<string, { optional?: boolean }>;
   allowScripts: Record<string, boolean>;
@@ -243,6 +245,22 @@ describe('the packed tarball in a fresh app', () => {
         'run.ended',
       ],
     });
+  });
+
+  it('links the turnlog bin, which runs from the installed package on a store of the app', async () => {
+    const bin = join(app, 'node_modules', '.bin', 'turnlog');
+    expect(statSync(bin).mode & 0o111).not.toBe(0);
+    const help = await run(process.execPath, [bin, '--help'], { cwd: app });
+    expect(help.stdout).toMatch(/^ {2}sessions +/m);
+    mkdirSync(join(app, 'cli-store'), { recursive: true });
+    const { stdout } = await run(
+      process.execPath,
+      [bin, 'sessions', '--dir', 'cli-store', '--json'],
+      {
+        cwd: app,
+      },
+    );
+    expect(JSON.parse(stdout)).toEqual({ sessions: [], total: 0 });
   });
 
   it('fails require() with a message saying turnlog is ESM-only and how to import it', async () => {
@@ -464,6 +482,8 @@ function appLockfile(closure: string[], tarball: string) {
       license: 'MIT',
       dependencies: manifest.dependencies,
       engines: manifest.engines,
+      // The bin npm links into node_modules/.bin (from the lockfile, as for any package).
+      bin: manifest.bin,
       peerDependencies: manifest.peerDependencies,
       peerDependenciesMeta: manifest.peerDependenciesMeta,
     },

@@ -54,6 +54,24 @@ describe('misuse of the runtime throws a named error that says what to do', () =
       'createRuntime(): limits.stopGraceMs must be at most 2147483647 ms (about 24.8 days), the longest wait a timer can hold (got 3000000000).',
     ],
     [
+      'a lease past an hour (its renewal timer would overflow and fire every ms)',
+      { worker: { leaseMs: 1e10 } },
+      'worker.leaseMs',
+      "createRuntime(): worker.leaseMs must be at most 3600000 ms (1 hour): a dead worker's runs wait about leaseMs before another worker takes them over (got 10000000000).",
+    ],
+    [
+      'a lease shorter than 100 ms',
+      { worker: { leaseMs: 50 } },
+      'worker.leaseMs',
+      'createRuntime(): worker.leaseMs must be at least 100 ms (renewals run every leaseMs / 3) (got 50).',
+    ],
+    [
+      'a worker id with a NUL',
+      { worker: { id: 'w\u00001' } },
+      'worker.id',
+      'createRuntime(): worker.id cannot be an id: it holds a NUL character (at index 1) (got "w\\u00001").',
+    ],
+    [
       'a stream idle limit past it',
       { limits: { streamIdleMs: 3e9 } },
       'limits.streamIdleMs',
@@ -172,7 +190,7 @@ describe('misuse of the runtime throws a named error that says what to do', () =
       'send',
       { sessionId: 's1', text: 'hi', extra: 1 },
       'extra',
-      'runtime.send(): unknown option extra; the options are sessionId, text, settings. A misspelled option would otherwise be ignored.',
+      'runtime.send(): unknown option extra; the options are sessionId, text, files, regenerates, settings. A misspelled option would otherwise be ignored.',
     ],
     [
       'steer',
@@ -223,6 +241,33 @@ describe('misuse of the runtime throws a named error that says what to do', () =
     await expect(runtime.send({ sessionId: '', text: 'hi' })).rejects.toSatisfy(
       InvalidArgumentError.isInstance,
     );
+  });
+
+  it('refuses session and call ids that are not well-formed UTF-16 or hold a NUL, naming them', async () => {
+    const store = memoryStore();
+    const runtime = testRuntime(store, { model: scriptedModel([]) });
+    for (const sessionId of ['x\ud800', 'x\udbff', 'x\u0000']) {
+      const calls = [
+        () => runtime.send({ sessionId, text: 'hi' }),
+        () => runtime.steer({ sessionId, text: 'hi' }),
+        () => runtime.stop({ sessionId }),
+        () => runtime.facts(sessionId),
+        () => runtime.follow(sessionId),
+      ];
+      for (const call of calls) {
+        const error = await call().catch((caught: unknown) => caught);
+        expect(InvalidArgumentError.isInstance(error)).toBe(true);
+        expect(error).toMatchObject({ argument: 'sessionId' });
+        expect((error as Error).message).toMatch(
+          /sessionId cannot be an id: it (holds a NUL|is not well-formed UTF-16)/,
+        );
+      }
+    }
+    const decided = await runtime
+      .decide({ sessionId: 's1', callId: 'call_\udfff', decision: 'allow' })
+      .catch((caught: unknown) => caught);
+    expect(decided).toMatchObject({ name: 'InvalidArgumentError', argument: 'callId' });
+    expect(await store.sessions()).toEqual([]);
   });
 
   it('refuses decide, steer and stop when the session has no unfinished run', async () => {

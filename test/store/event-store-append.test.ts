@@ -208,6 +208,41 @@ describe.each(storeHarnesses)('$name (EventStore contract, appending)', ({ creat
     });
   });
 
+  describe('session ids are keys: well-formed UTF-16 without NUL', () => {
+    const bad = ['x\ud800', 'x\udbff', '\udc00x', 'x\u0000y'];
+
+    it.each(bad)(
+      'refuses session id %j with StoreInputError on every method, storing nothing',
+      async (sessionId) => {
+        const facts = storeFacts(sessionId);
+        const calls: [string, () => unknown][] = [
+          ['append', () => store.append(sessionId, [facts.runStarted('f1', 'run_1')])],
+          ['read', () => store.read(sessionId)],
+          ['subscribe', () => store.subscribe(sessionId, () => {})],
+          ['loadPartial', () => store.loadPartial(sessionId)],
+        ];
+        for (const [method, call] of calls) {
+          const error = await (async () => call())().catch((caught: unknown) => caught);
+          expect(StoreInputError.isInstance(error), method).toBe(true);
+          expect((error as Error).message).toMatch(
+            /the session id .* cannot be a key: it (holds a NUL character|is not well-formed UTF-16 \(a lone surrogate)/,
+          );
+        }
+        expect(await store.sessions()).toEqual([]);
+      },
+    );
+
+    it('keeps x\ufffd (well-formed) apart from every id a lone surrogate would have become', async () => {
+      const replacement = storeFacts('x\ufffd');
+      await store.append('x\ufffd', [replacement.runStarted('f1', 'run_1')]);
+      await expect(
+        store.append('x\ud800', [storeFacts('x\ud800').runStarted('f1', 'run_1')]),
+      ).rejects.toSatisfy(StoreInputError.isInstance);
+      expect(await store.sessions()).toEqual(['x\ufffd']);
+      expect((await store.read('x\ufffd')).map((fact) => fact.id)).toEqual(['f1']);
+    });
+  });
+
   describe('input validation (I11)', () => {
     const cases: [string, (fact: NewFact) => unknown, RegExp][] = [
       [
@@ -253,6 +288,16 @@ describe.each(storeHarnesses)('$name (EventStore contract, appending)', ({ creat
         /type "run.exploded" is not a known fact type/,
       ],
       ['a seq of its own', (fact) => ({ ...fact, seq: 7 }), /carries a seq/],
+      [
+        'a run id with a lone surrogate',
+        (fact) => ({ ...fact, runId: 'run_\ud800' }),
+        /field runId must be well-formed UTF-16 without NUL/,
+      ],
+      [
+        'a NUL in its id',
+        (fact) => ({ ...fact, id: 'f\u00003' }),
+        /field id must be well-formed UTF-16 without NUL/,
+      ],
       ['not an object', () => 'run.started', /is not an object/],
     ];
 

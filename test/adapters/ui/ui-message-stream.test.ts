@@ -91,7 +91,11 @@ describe('toUIMessageStream, read as useChat reads it', () => {
       'message-metadata',
       'finish',
     ]);
-    expect(chunks.filter((chunk) => chunk.type === 'text-delta')).toHaveLength(2);
+    // Deltas the reader had not reached yet arrive folded (the handle's replay is bounded,
+    // issue 29 item 5): one or two, the text whole either way.
+    const deltas = chunks.flatMap((chunk) => (chunk.type === 'text-delta' ? [chunk.delta] : []));
+    expect(deltas.join('')).toBe('Hello there.');
+    expect(deltas.length).toBeLessThanOrEqual(2);
     expect(chunks.at(-1)).toEqual({
       type: 'finish',
       finishReason: 'stop',
@@ -116,7 +120,7 @@ describe('toUIMessageStream, read as useChat reads it', () => {
     });
   });
 
-  it('shows calls the policy allowed as automatic approvals, then their output or error text', async () => {
+  it('shows calls nobody is asked about as streamText does: input-available, then output or error, no approval', async () => {
     const model = scriptedModel([
       {
         toolCalls: [
@@ -129,7 +133,8 @@ describe('toUIMessageStream, read as useChat reads it', () => {
     ]);
     const runtime = testRuntime(memoryStore(), { model, tools: { lookUp } });
     const turn = await runtime.send({ sessionId: 's', text: 'Look these up' });
-    const { message } = await streamed(turn, () => runtime.facts('s'));
+    const { message, chunks } = await streamed(turn, () => runtime.facts('s'));
+    expect(chunks.filter((chunk) => chunk.type.startsWith('tool-approval'))).toEqual([]);
     const tools = message.parts.filter((part) => part.type === 'tool-lookUp');
     expect(asSent(tools)).toEqual([
       {
@@ -138,11 +143,6 @@ describe('toUIMessageStream, read as useChat reads it', () => {
         state: 'output-available',
         input: { word: 'turn' },
         output: 'turn: a word',
-        approval: {
-          id: expect.stringMatching(/^policy:step_1:call_1:sha256%3A/),
-          isAutomatic: true,
-          approved: true,
-        },
       },
       {
         type: 'tool-lookUp',
@@ -150,11 +150,6 @@ describe('toUIMessageStream, read as useChat reads it', () => {
         state: 'output-error',
         input: { word: 'missing' },
         errorText: 'The tool failed: no entry for missing',
-        approval: {
-          id: expect.stringMatching(/^policy:step_1:call_2:/),
-          isAutomatic: true,
-          approved: true,
-        },
       },
       {
         type: 'tool-lookUp',
@@ -197,7 +192,7 @@ describe('toUIMessageStream, read as useChat reads it', () => {
         toolCallId: 'call_1',
         state: 'approval-requested',
         input: { title: 'milk' },
-        approval: { id },
+        approval: { id, descriptor: { kind: 'permission', approve: 'allow', deny: 'deny' } },
       },
       {
         type: 'data-decision',
@@ -246,7 +241,11 @@ describe('toUIMessageStream, read as useChat reads it', () => {
         state: 'output-available',
         input: { title: 'milk' },
         output: { saved: 'milk' },
-        approval: { id, approved: true },
+        approval: {
+          id,
+          approved: true,
+          descriptor: { kind: 'permission', approve: 'allow', deny: 'deny' },
+        },
       },
       {
         type: 'data-decision',
@@ -322,7 +321,12 @@ describe('toUIMessageStream, read as useChat reads it', () => {
       toolCallId: 'call_1',
       state: 'output-denied',
       input: { title: 'secret' },
-      approval: { id, approved: false, reason: 'Not this one.' },
+      approval: {
+        id,
+        approved: false,
+        reason: 'Not this one.',
+        descriptor: { kind: 'permission', approve: 'allow', deny: 'deny' },
+      },
     });
   });
 
@@ -391,8 +395,11 @@ describe('toUIMessageStream, read as useChat reads it', () => {
         toolCallId: 'call_1',
         state: 'approval-requested',
         input: {},
+        title: 'May have run: it started before a restart and never finished',
+        toolMetadata: { mayHaveRun: true },
         approval: {
           id,
+          descriptor: { kind: 'indeterminate', approve: 'report-unknown', deny: 'abort' },
           requestReason:
             'This call started before the process stopped and never finished: it may or may not have run, and it will not run again. Approve to tell the model its outcome is unknown; deny to abort the run.',
         },
@@ -428,7 +435,14 @@ describe('toUIMessageStream, read as useChat reads it', () => {
       input: {},
       errorText:
         'The outcome of this call is unknown: it may or may not have run. Inspect the current state before retrying.',
-      approval: { id, requestReason: expect.any(String), approved: true },
+      title: 'May have run: it started before a restart and never finished',
+      toolMetadata: { mayHaveRun: true },
+      approval: {
+        id,
+        requestReason: expect.any(String),
+        approved: true,
+        descriptor: { kind: 'indeterminate', approve: 'report-unknown', deny: 'abort' },
+      },
     });
     expect(final.metadata).toMatchObject({ status: 'completed' });
   });
@@ -473,6 +487,7 @@ describe('toUIMessageStream, read as useChat reads it', () => {
       input: { title: 'x' },
       approval: {
         id: approvalOf(final, 'call_1'),
+        descriptor: { kind: 'permission', approve: 'allow', deny: 'deny' },
         approved: false,
         reason:
           'This call was cancelled; it was not run. The run was stopped before this call ran.',

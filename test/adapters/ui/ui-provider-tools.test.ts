@@ -166,7 +166,7 @@ describe('provider-executed tools in the UI message stream', () => {
       (part, index) => index > 0 && part.type === 'step-start',
     );
     expect(live.parts.indexOf(codeExecution[0] as never)).toBeLessThan(firstStepEnd);
-    // The app's own calls are turnlog's: run, approved by the policy, never provider-executed.
+    // The app's own calls are turnlog's: run with no approval (nobody was asked), never provider-executed.
     const rolls = parts.filter((part) => part.type === 'tool-rollDie');
     expect(rolls).toHaveLength(14);
     for (const roll of rolls) {

@@ -104,7 +104,7 @@ describe.each(storeHarnesses)('$name (retention: purge, archive, import)', ({ na
       batchSize: 1,
       onProgress: (step) => progress.push(step),
     });
-    expect(report).toEqual({ found: 2, removed: 2, archived: [], left: [] });
+    expect(report).toEqual({ found: 2, removed: 2, archived: [], left: [], stopped: false });
     expect(progress).toEqual([
       { done: 1, total: 2, sessionId: 'old_a', outcome: 'removed', archive: undefined },
       { done: 2, total: 2, sessionId: 'old_b', outcome: 'removed', archive: undefined },
@@ -118,10 +118,24 @@ describe.each(storeHarnesses)('$name (retention: purge, archive, import)', ({ na
       removed: 0,
       archived: [],
       left: [],
+      stopped: false,
     });
     store = await harness.reopen(store);
     expect(await store.sessions()).toEqual(['open', 'recent']);
     expect(await store.read('old_a')).toEqual([]);
+  });
+
+  it('stops between batches when its signal is aborted, leaving the rest whole', async () => {
+    await seed(store);
+    const controller = new AbortController();
+    const report = await purgeSessions(store, {
+      endedBefore,
+      batchSize: 1,
+      signal: controller.signal,
+      onProgress: () => controller.abort(),
+    });
+    expect(report).toEqual({ found: 2, removed: 1, archived: [], left: [], stopped: true });
+    expect(await store.sessions()).toEqual(['old_b', 'open', 'recent']);
   });
 
   it('starts a purged session afresh at seq 1 when its id is used again', async () => {
@@ -254,6 +268,7 @@ describe.each(storeHarnesses)('$name (retention: purge, archive, import)', ({ na
       removed: 1,
       archived: [path.join(archiveDir, 'old_b.jsonl')],
       left: [{ sessionId: 'old_a', outcome: 'changed' }],
+      stopped: false,
     });
     expect((await readdir(archiveDir)).sort()).toEqual(['keep.txt', 'old_b.jsonl']);
     expect((await store.read('old_a')).length).toBe(4);
