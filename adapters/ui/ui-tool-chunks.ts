@@ -61,7 +61,8 @@ const indeterminateReason =
  * tool.indeterminate         tool-input-available (title, toolMetadata.mayHaveRun),
  *                            tool-approval-request, data-decision (no approval when its tool
  *                            checks it: check)
- * tool.reconciled            data-reconciled (what the check found); unknown: also
+ * tool.reconciled            data-reconciled (what the check found), tool-input-available with
+ *                            the finding as its title, [the approval's answer again]; unknown: also
  *                            tool-approval-request, data-decision (the reason says what it found)
  * tool.permission.decided    asked: tool-approval-response, data-decision (with the decision)
  *                            not asked (the tool's or the policy's verdict): nothing
@@ -222,19 +223,31 @@ export class ToolChunks {
         id: fact.id,
         data: { toolCallId: fact.callId, toolName: call.name, answer: fact.answer, text },
       },
+      // In standard terms too: the part's title says what the check found.
+      {
+        type: 'tool-input-available',
+        toolCallId: fact.callId,
+        toolName: call.name,
+        input: call.input,
+        title: `${text.charAt(0).toUpperCase()}${text.slice(1)}`,
+        toolMetadata: { mayHaveRun: true, reconciled: fact.answer },
+      },
     ];
     const asked = call.approval;
+    if (asked?.approved !== undefined && fact.answer !== 'unknown') {
+      // The part keeps the answer it had (tool-input-available left it input-available).
+      out.push({ type: 'tool-approval-response', approvalId: asked.id, approved: asked.approved });
+    }
     if (fact.answer === 'unknown') {
-      if (asked?.approved !== undefined || asked === undefined) {
-        out.push(
-          ...this.#approvalRequested(
-            call,
-            fact.callId,
-            'indeterminate',
-            `${text}. ${indeterminateReason}`,
-          ),
-        );
-      }
+      // Asked again (the same approval, when one was pending): the part waits for a person.
+      out.push(
+        ...this.#approvalRequested(
+          call,
+          fact.callId,
+          'indeterminate',
+          `${text}. ${indeterminateReason}`,
+        ),
+      );
     } else if (asked !== undefined && asked.approved === undefined) {
       // A person had been asked after an earlier restart; the tool answered instead.
       asked.approved = true;

@@ -51,4 +51,36 @@ describe('reconciled.jsonl: calls checked by their own tools after a restart', (
       ),
     ).toEqual([['permission'], ['permission'], ['permission', 'indeterminate']]);
   });
+
+  it('toUIMessages titles each checked call with what the check found, in standard UIMessage terms', () => {
+    const assistant = toUIMessages(facts).filter((message) => message.role === 'assistant');
+    expect(
+      assistant.map((message) =>
+        message.parts.flatMap((part) =>
+          'toolCallId' in part && part.title !== undefined
+            ? [[part.title, part.toolMetadata?.reconciled, part.state]]
+            : [],
+        ),
+      ),
+    ).toEqual([
+      [
+        ['Checked after a restart: it had run', 'done', 'output-available'],
+        ['Ran again after a restart: the tool is idempotent', 'idempotent', 'output-available'],
+      ],
+      [
+        [
+          'Checked after a restart: it had not run, so it ran again',
+          'not-done',
+          'output-available',
+        ],
+      ],
+      [
+        [
+          'Checked after a restart: it could not tell (the payment API answered 503)',
+          'unknown',
+          'output-error',
+        ],
+      ],
+    ]);
+  });
 });
