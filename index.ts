@@ -32,6 +32,7 @@ export {
   type TurnlogDataTypes,
   type TurnlogDecisionData,
   type TurnlogMessageMetadata,
+  type TurnlogReconciledData,
   type TurnlogUIMessage,
   type TurnlogUIMessageChunk,
   toUIMessageStream,
@@ -87,6 +88,7 @@ export type {
   ProviderFailureKind,
   ProviderToolCallPart,
   ProviderToolResultPart,
+  ReconcileAnswer,
   RecordedFingerprint,
   RequestCapture,
   RunLimits,
@@ -127,11 +129,13 @@ export {
   type PendingDecision,
   type ProviderToolView,
   projectTurn,
+  type ReconciledView,
   type RunView,
   type StepView,
   type ToolCallView,
   type TurnReadModel,
 } from './events/project-turn.ts';
+export { reconcileText } from './events/reconcile-text.ts';
 export {
   compareFingerprints,
   type FingerprintDifference,
@@ -286,10 +290,12 @@ export type {
   PermissionResult,
   PermissionVerdict,
   PolicyRequest,
+  ReconcileResult,
   StandardSchemaV1,
   Tool,
   ToolExecuteContext,
   ToolPermission,
+  ToolReconcileContext,
   ToolSet,
 } from './tools/tool.ts';
 export type { ToolsOption } from './tools/tool-set-source.ts';

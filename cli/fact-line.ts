@@ -1,5 +1,6 @@
 import { assertNever, type Fact } from '../events/facts.ts';
 import type { TurnReadModel } from '../events/project-turn.ts';
+import { reconcileText } from '../events/reconcile-text.ts';
 
 /** One line of a session's timeline: what the fact says, in words (`show`, `tail`). */
 export interface TimelineEntry {
@@ -55,7 +56,11 @@ function summarize(fact: Fact, view: TurnReadModel | undefined): string {
     case 'tool.settled':
       return `${fact.name} ${fact.callId}: ${fact.outcome} ${quote(fact.text)}`;
     case 'tool.indeterminate':
-      return `${fact.name} ${fact.callId}: may have run (a person reports unknown or aborts)`;
+      return fact.check === undefined
+        ? `${fact.name} ${fact.callId}: may have run (a person reports unknown or aborts)`
+        : `${fact.name} ${fact.callId}: may have run (its tool is asked: ${fact.check})`;
+    case 'tool.reconciled':
+      return `${fact.name} ${fact.callId}: ${reconcileText(fact.answer, fact.reason)}`;
     case 'steering.received':
       return quote(fact.text);
     case 'compaction.started':

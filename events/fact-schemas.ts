@@ -227,6 +227,7 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     'unknown',
   ]);
   const permissionDecision = z.enum(['allow', 'deny', 'report-unknown', 'abort']);
+  const reconcileAnswer = z.enum(['done', 'not-done', 'unknown', 'idempotent']);
   const runStatus = z.enum(['completed', 'failed', 'aborted']);
 
   /** The envelope every stored fact has. `state` is the turn machine's state after the fact. */
@@ -318,7 +319,32 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
       truncated: z.boolean(),
       durationMs: measure.optional(),
     },
-    'tool.indeterminate': { callId: z.string(), name: z.string() },
+    'tool.indeterminate': {
+      callId: z.string(),
+      name: z.string(),
+      /**
+       * How this recovery resolves the call without a person: `reconcile` (its tool's `reconcile`
+       * is asked whether it took effect) or `idempotent` (its tool says running it again has the
+       * effect of running it once). Absent when a person must decide, and in logs written before
+       * tools could say either.
+       */
+      check: z.enum(['reconcile', 'idempotent']).optional(),
+    },
+    /**
+     * What a recovery found out about a call that started and never settled (`tool.indeterminate`
+     * with `check`): `done` (its `reconcile` says it took effect; the call's `tool.settled`
+     * success, with the output `reconcile` gave, is in the same append), `not-done` (it did not:
+     * it runs again, once, under its decision), `unknown` (`reconcile` could not tell, threw or
+     * timed out: a person is asked, shown `reason`), or `idempotent` (not asked: its tool is
+     * idempotent, so it runs again).
+     */
+    'tool.reconciled': {
+      callId: z.string(),
+      name: z.string(),
+      answer: reconcileAnswer,
+      /** What `reconcile` said, or what went wrong asking it (with `unknown`). */
+      reason: z.string().optional(),
+    },
     'steering.received': { messageId: z.string(), text: z.string() },
     'compaction.started': {
       reason: z.enum(['budget', 'overflow']),
@@ -374,6 +400,7 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     traceContext,
     toolOutcome,
     permissionDecision,
+    reconcileAnswer,
     runStatus,
   };
 }

@@ -73,6 +73,9 @@ export type ToolOutcome = z.output<Schemas['toolOutcome']>;
 
 export type PermissionDecision = z.output<Schemas['permissionDecision']>;
 
+/** What a recovery found out about a call that may have run (`tool.reconciled`). */
+export type ReconcileAnswer = z.output<Schemas['reconcileAnswer']>;
+
 export type RunStatus = z.output<Schemas['runStatus']>;
 
 /** The envelope every stored fact has. `state` is the turn machine's state after the fact. */

@@ -185,6 +185,26 @@ function runEndDamage(run: RunFacts): LogDamage[] {
   return damage;
 }
 
+/**
+ * The starts of a call after its first that no check allowed: I8 lets a call start again only
+ * after a `tool.reconciled` (since its previous start) answered `not-done` or `idempotent`.
+ */
+function startsWithoutCheck(facts: RunFacts['facts']): RunFacts['facts'] {
+  const unallowed: RunFacts['facts'] = [];
+  let starts = 0;
+  let allowed = false;
+  for (const fact of facts) {
+    if (fact.type === 'tool.reconciled') {
+      allowed = fact.answer === 'not-done' || fact.answer === 'idempotent';
+    }
+    if (fact.type !== 'tool.started') continue;
+    starts += 1;
+    if (starts > 1 && !allowed) unallowed.push(fact);
+    allowed = false;
+  }
+  return unallowed;
+}
+
 /** A step completed twice, a call listed twice, and (I5, I6) a call started or settled twice. */
 function stepDamage(run: RunFacts, step: StepFacts): LogDamage[] {
   const stepName = `run ${run.runId} step ${step.stepId}`;
@@ -212,10 +232,11 @@ function stepDamage(run: RunFacts, step: StepFacts): LogDamage[] {
       ),
     );
   }
-  for (const { call, started, settled } of step.calls) {
+  for (const { call, started, settled, facts } of step.calls) {
     const where = { stepId, callId: call.callId };
     const callName = `${stepName} call ${call.callId}`;
-    if (started.length > 1) {
+    const unallowed = startsWithoutCheck(facts);
+    if (unallowed.length > 0) {
       damage.push(
         runFinding(
           run,

@@ -26,9 +26,13 @@ export interface RunRecovery {
   runId: string;
   /** The state recorded by the run's last fact: where the process stopped. */
   interruptedIn: string | undefined;
-  /** I8: `tool.started` without `tool.settled`, not yet marked `tool.indeterminate`. Never re-run. */
+  /**
+   * I8: `tool.started` without `tool.settled`, not marked `tool.indeterminate` since its latest
+   * start. Run again only when its own tool says it is idempotent, or its own `reconcile` says
+   * it did not take effect.
+   */
   indeterminate: RecoveryCall[];
-  /** Marked `tool.indeterminate` and still without `tool.settled`. */
+  /** Marked `tool.indeterminate` since its latest start, and still without `tool.settled`. */
   unresolved: RecoveryCall[];
   /** Proven calls of the current step with no `tool.started` and no `tool.settled`: provably never ran. */
   neverStarted: RecoveryCall[];
@@ -49,6 +53,8 @@ export interface RecoveryCall {
   name: string;
   /** The input `tool.started` recorded (the validated value), else the call's proved input. */
   input: JsonValue;
+  /** How many `tool.indeterminate` facts the call has (each recovery that marks it adds one). */
+  marks: number;
 }
 
 /**
@@ -73,7 +79,13 @@ export function planRecovery(facts: readonly Fact[]): RecoveryPlan {
 function runRecovery(run: RunFacts, damage: readonly LogDamage[]): RunRecovery {
   const calls = run.steps.flatMap((step) => step.calls);
   const unsettled = calls.filter((call) => call.settled.length === 0);
-  const marked = (call: CallFacts) => call.facts.some((fact) => fact.type === 'tool.indeterminate');
+  // Marked since its latest start: a call run again after `reconcile` is a new start.
+  const marked = (call: CallFacts) => {
+    const latest = call.facts.findLast(
+      (fact) => fact.type === 'tool.started' || fact.type === 'tool.indeterminate',
+    );
+    return latest?.type === 'tool.indeterminate';
+  };
   const currentStep = run.steps.at(-1);
   const openCalls = (currentStep?.calls ?? []).filter(
     (call) => call.settled.length === 0 && call.started.length === 0,
@@ -102,6 +114,7 @@ function recoveryCall(call: CallFacts): RecoveryCall {
     stepId: call.stepId,
     callId: call.call.callId,
     name: call.call.name,
-    input: call.started[0]?.input ?? call.call.input,
+    input: call.started.at(-1)?.input ?? call.call.input,
+    marks: call.facts.filter((fact) => fact.type === 'tool.indeterminate').length,
   };
 }

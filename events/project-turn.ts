@@ -4,12 +4,14 @@ import type {
   FinishReason,
   PermissionDecision,
   ProviderFailure,
+  ReconcileAnswer,
   RunStatus,
   ToolCallProof,
   ToolOutcome,
   Usage,
 } from './facts.ts';
 import type { JsonValue } from './json.ts';
+import { reconcileText } from './reconcile-text.ts';
 import {
   type CallFacts,
   collectRuns,
@@ -98,6 +100,12 @@ export interface ToolCallView {
   started: boolean;
   /** Started, found unfinished by recovery, and not settled yet. */
   indeterminate: boolean;
+  /**
+   * The latest check of its tool after a restart (`tool.reconciled`): its answer, the tool's
+   * reason, and the sentence a UI shows ("checked after a restart: it had run" / "… it had not
+   * run, so it ran again"). `undefined` for a call never checked.
+   */
+  reconciled: ReconciledView | undefined;
   outcome: ToolOutcome | undefined;
   /** The `tool.settled` text: exactly what the model sees. */
   result: string | undefined;
@@ -116,6 +124,14 @@ export interface ProviderToolView {
   /** `undefined` until the provider's result arrives. */
   outcome: 'success' | 'error' | undefined;
   result: JsonValue | undefined;
+}
+
+/** What the check after a restart found (`tool.reconciled`). */
+export interface ReconciledView {
+  answer: ReconcileAnswer;
+  reason: string | undefined;
+  /** `reconcileText(answer, reason)`. */
+  text: string;
 }
 
 /** Where a call's permission stands: asked (`pending`) or decided, by whom and why. */
@@ -219,7 +235,12 @@ function toolCallView(call: CallFacts): ToolCallView {
   const settled = call.settled[0];
   let permission: PermissionView | undefined;
   let indeterminate = false;
+  let reconciled: ReconciledView | undefined;
   for (const fact of call.facts) {
+    if (fact.type === 'tool.reconciled') {
+      const { answer, reason } = fact;
+      reconciled = { answer, reason, text: reconcileText(answer, reason) };
+    }
     if (fact.type === 'tool.permission.requested') {
       permission = { decision: 'pending', by: undefined, reason: fact.reason };
     }
@@ -227,6 +248,8 @@ function toolCallView(call: CallFacts): ToolCallView {
       permission = { decision: fact.decision, by: fact.by, reason: fact.reason };
     }
     if (fact.type === 'tool.indeterminate') indeterminate = true;
+    // Run again after its check: a new start, not (yet) found unfinished.
+    if (fact.type === 'tool.started') indeterminate = false;
   }
   const { callId, name, input, proof, withheld } = call.call;
   return {
@@ -238,6 +261,7 @@ function toolCallView(call: CallFacts): ToolCallView {
     permission,
     started: call.started.length > 0,
     indeterminate: indeterminate && settled === undefined,
+    reconciled,
     outcome: settled?.outcome,
     result: settled?.text,
   };

@@ -20,6 +20,7 @@ export type ToolFact = FactOf<
   | 'tool.started'
   | 'tool.settled'
   | 'tool.indeterminate'
+  | 'tool.reconciled'
 >;
 
 /** One call of a completed step and every tool fact about it, in log order. */
@@ -72,6 +73,11 @@ export interface PendingDecision {
   name: string;
   input: JsonValue;
   inputHash: string;
+  /**
+   * An indeterminate call whose tool was asked after the restart (`reconcile`) and could not
+   * tell: its answer, and what it said (or what went wrong asking it). Absent otherwise.
+   */
+  reconciled?: { answer: 'unknown'; reason: string | undefined };
 }
 
 /**
@@ -143,6 +149,7 @@ export class RunIndex {
       case 'tool.started':
       case 'tool.settled':
       case 'tool.indeterminate':
+      case 'tool.reconciled':
         this.#fileToolFact(run, fact, filed);
         break;
       case 'compaction.started':
@@ -240,19 +247,38 @@ export function pendingDecisions(run: RunFacts): PendingDecision[] {
 function pendingDecisionOf(call: CallFacts): PendingDecision | undefined {
   let asked: FactOf<'tool.permission.requested'> | undefined;
   let indeterminate = false;
+  let reconciled: PendingDecision['reconciled'];
   for (const fact of call.facts) {
     if (fact.type === 'tool.permission.requested') asked = fact;
-    if (fact.type === 'tool.indeterminate') indeterminate = true;
-    if (fact.type === 'tool.permission.decided' || fact.type === 'tool.settled') {
+    // A call its tool checks (`check`) waits for that answer, not for a person.
+    if (fact.type === 'tool.indeterminate') indeterminate = fact.check === undefined;
+    if (fact.type === 'tool.reconciled') {
+      indeterminate = fact.answer === 'unknown';
+      reconciled = indeterminate ? { answer: 'unknown', reason: fact.reason } : undefined;
+    }
+    if (
+      fact.type === 'tool.permission.decided' ||
+      fact.type === 'tool.settled' ||
+      fact.type === 'tool.started'
+    ) {
       asked = undefined;
       indeterminate = false;
+      reconciled = undefined;
     }
   }
   const { callId, name } = call.call;
   if (indeterminate) {
-    const started = call.started[0];
+    const started = call.started.at(-1);
     const input = started?.input ?? call.call.input;
-    return { kind: 'indeterminate', callId, name, input, inputHash: inputHashOf(call, input) };
+    const hash = inputHashOf(call, input);
+    return {
+      kind: 'indeterminate',
+      callId,
+      name,
+      input,
+      inputHash: hash,
+      ...(reconciled && { reconciled }),
+    };
   }
   if (asked !== undefined) {
     return { kind: 'permission', callId, name, input: asked.input, inputHash: asked.inputHash };

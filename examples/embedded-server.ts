@@ -10,8 +10,8 @@
 //   GET  /sessions/:id/facts                                     → 200 [fact, …]
 //   GET  /sessions/:id/pending                                   → 200 [decision, …]
 // and the web example (examples/web, built by `npm run web`): the chat page at /, talking to
-// /api/chat as useChat does (examples/web/server/chat-routes.ts; a page whose run waits for a
-// person follows it through /api/chat/:id/moved), and the log viewer at /log
+// /api/chat as useChat does (`chatHandler`; a page whose run waits for a person follows it
+// through /api/chat/:id/moved), and the log viewer at /log
 // (examples/web/server/log-routes.ts).
 // Every route goes through turnlog's trust layer (http/, architecture/http.md): it answers only a
 // Host that is loopback or allowed (DNS rebinding), acts only for this origin's pages (Origin,
@@ -26,6 +26,7 @@
 import { createServer, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import {
+  chatHandler,
   createNodeHandler,
   decodePathSegment,
   HttpRefusedError,
@@ -36,13 +37,11 @@ import {
   RequestGuard,
   type Runtime,
   refusalResponse,
-  type TurnHandle,
   TurnlogError,
 } from '../index.ts';
 import { HttpError } from './http-error.ts';
 import { createNotesRuntime } from './notes-agent.ts';
 import { cutAtShutdown, eventStreamResponse, OpenStreams } from './server-streams.ts';
-import { createChatRoutes, track } from './web/server/chat-routes.ts';
 import { createLogRoutes } from './web/server/log-routes.ts';
 import { staticFile } from './web/server/static-files.ts';
 
@@ -99,15 +98,12 @@ export async function startServer(options: ServerOptions = {}) {
   const store = lowdbStore({ dir });
   const runtime = await createNotesRuntime(store);
   const recovered = await runtime.recover();
-  // The handle of each session's unfinished run: UI message streams replay and follow it.
-  const turns = new Map<string, TurnHandle>();
-  for (const run of recovered) if (run.status !== 'damaged') track(turns, run.turn);
   const server: Server = {
     runtime,
     guard,
     streams: new OpenStreams(),
-    turns,
-    chat: createChatRoutes(runtime, turns),
+    // The routes useChat talks to: runtime.follow() rebuilds any run's stream from the log.
+    chat: chatHandler(runtime, { guard }),
     log: createLogRoutes({ runtime, store, recovered }),
   };
   const handler = createNodeHandler((request) => answer(server, request));
@@ -159,8 +155,7 @@ interface Server {
   guard: RequestGuard;
   /** Open event and UI message streams (ended or cut at shutdown). */
   streams: OpenStreams;
-  turns: Map<string, TurnHandle>;
-  chat: ReturnType<typeof createChatRoutes>;
+  chat: (request: Request) => Promise<Response>;
   log: ReturnType<typeof createLogRoutes>;
 }
 
@@ -180,7 +175,7 @@ async function answer(server: Server, request: Request): Promise<Response> {
 
 /** The `/sessions/:id/…` routes; `undefined` when the request is not one of them. */
 async function sessionRoute(
-  { runtime, guard, streams, turns }: Server,
+  { runtime, guard, streams }: Server,
   url: URL,
   request: Request,
 ): Promise<Response | undefined> {
@@ -211,7 +206,6 @@ async function sessionRoute(
       if (typeof text !== 'string') throw badInput('The body needs "text", a string');
       // send() throws SessionBusyError (409) before anything is streamed.
       const turn = await runtime.send({ sessionId, text });
-      track(turns, turn);
       return eventStreamResponse(turn.events, streams);
     }
     case 'decisions': {
@@ -242,22 +236,8 @@ async function webRoute(
   request: Request,
 ): Promise<Response | undefined> {
   const { pathname } = url;
-  const chatStream = /^\/api\/chat\/([^/]+)\/(stream|messages|moved)$/.exec(pathname);
-  if (request.method === 'POST' && pathname === '/api/chat') {
-    const body = await guard.act(request, { name: 'chat.post', kind: 'act' });
-    return cutAtShutdown(await chat.post(body), streams);
-  }
-  if (request.method === 'GET' && chatStream !== null) {
-    const sessionId = decodePathSegment(chatStream[1] ?? '');
-    const which = chatStream[2] ?? '';
-    await guard.check(request, { name: `chat.${which}`, kind: 'read', sessionId });
-    if (which === 'messages') return Response.json(await chat.messages(sessionId));
-    if (which === 'stream') return cutAtShutdown(chat.resume(sessionId), streams);
-    const after = Number(url.searchParams.get('after') ?? Number.NaN);
-    if (!Number.isSafeInteger(after) || after < 0) {
-      throw new HttpError(400, 'BadRequest', '"after" must be the seq the page has seen.');
-    }
-    return cutAtShutdown(chat.moved(sessionId, after), streams);
+  if (pathname === '/api/chat' || pathname.startsWith('/api/chat/')) {
+    return cutAtShutdown(await chat(request), streams);
   }
   if (
     request.method === 'GET' &&

@@ -1,6 +1,6 @@
 // Several workers on one PostgreSQL log (README, "Running many workers").
 // Run: DATABASE_URL=postgres://user:password@host:5432/database npx node examples/workers.ts
-// (default postgres://postgres@127.0.0.1:5432/postgres). Offline: a scripted model.
+// (DATABASE_URL is required: the example creates a schema there). Offline: a scripted model.
 //
 // Workers A and B run in this process, worker C in a child process; all three share one schema.
 //  1. A starts a run whose `deploy` asks permission. The run parks: no worker holds it. The
@@ -16,7 +16,14 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { createRuntime, defineTool, type Fact, postgresStore, scriptedModel } from '../index.ts';
 
-const connectionString = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const connectionString = process.env.DATABASE_URL ?? '';
+if (connectionString === '') {
+  // Never a database guessed for the user: the example creates a schema and writes to it.
+  console.error(
+    'examples/workers.ts needs a PostgreSQL: set DATABASE_URL=postgres://user:password@host:5432/database (it creates the schema turnlog_workers_example there, or TURNLOG_EXAMPLE_SCHEMA).',
+  );
+  process.exit(2);
+}
 const schema = process.env.TURNLOG_EXAMPLE_SCHEMA ?? 'turnlog_workers_example';
 // A worker gives up a run it cannot renew within leaseMs; another takes it over soon after.
 const leaseMs = 1_000;

@@ -208,6 +208,7 @@ export class RunSegment {
       case 'tool.permission.requested':
       case 'tool.permission.decided':
       case 'tool.indeterminate':
+      case 'tool.reconciled':
       case 'retry.due':
       case 'compaction.started':
       case 'compaction.completed':
@@ -355,6 +356,9 @@ function eventAttributes(fact: Fact): Attributes {
       break;
     case 'retry.due':
       attributes['turnlog.step.attempt'] = fact.attempt;
+      break;
+    case 'tool.reconciled':
+      attributes['turnlog.tool.reconciled'] = fact.answer;
       break;
     case 'run.recovered':
       attributes['turnlog.recovered.interrupted'] = fact.interrupted;

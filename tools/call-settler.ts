@@ -7,6 +7,7 @@ import { executeTool } from './execute-tool.ts';
 import { idempotencyKey } from './idempotency-key.ts';
 import { createLoopGate, type LoopGate } from './loop-gate.ts';
 import { evaluatePermission } from './permission-policy.ts';
+import { askReconcile, checkOfTool, type ReconcileFinding } from './reconcile-call.ts';
 import { settlementText } from './settlement-text.ts';
 import type {
   CallSettler,
@@ -92,14 +93,15 @@ class ToolCallSettler implements CallSettler {
     call: ToolCallRecord,
     decision: DecidedPermission,
     context: SettleContext,
+    execution = 1,
   ): Promise<void> {
     switch (decision.decision) {
       case 'allow': {
-        const key = `${context.sessionId}\u0000${context.stepId}\u0000${call.callId}`;
+        const key = `${context.sessionId}\u0000${context.stepId}\u0000${call.callId}\u0000${execution}`;
         if (this.#running.has(key)) return;
         this.#running.add(key);
         try {
-          await this.#runAllowed(call, decision, context);
+          await this.#runAllowed(call, decision, context, execution);
         } finally {
           this.#running.delete(key);
         }
@@ -114,6 +116,74 @@ class ToolCallSettler implements CallSettler {
       }
       default:
         assertNever(decision.decision, 'permission decision');
+    }
+  }
+
+  checkOf(name: string): 'reconcile' | 'idempotent' | undefined {
+    return checkOfTool(Object.hasOwn(this.#tools, name) ? this.#tools[name] : undefined);
+  }
+
+  async reconcile(call: ToolCallRecord, recovery: number, context: SettleContext): Promise<void> {
+    const kind = `reconciled-${recovery}` as const;
+    const id = toolFactId({ stepId: context.stepId, callId: call.callId, kind });
+    const finding = await this.#check(call, context);
+    const reconciled: ProposedFact = {
+      type: 'tool.reconciled',
+      id,
+      callId: call.callId,
+      name: call.name,
+      answer: finding.answer,
+      ...('reason' in finding && finding.reason !== undefined && { reason: finding.reason }),
+    };
+    if (finding.answer !== 'done') {
+      await context.commit(reconciled);
+      return;
+    }
+    // It took effect: the model gets the real result, as if execute had returned it.
+    const tool = this.#tools[call.name] as Tool;
+    const secrets = secretsOf(tool, call.input);
+    const result = { kind: 'returned' as const, value: finding.output };
+    const { limits } = context;
+    const settlement = executionSettlement({ result, tool, secrets, limits, durationMs: 0 });
+    await context.commitAll([reconciled, settledDraft(call, context, settlement)]);
+  }
+
+  /** The call's tool asked (I8: never guessed), in a slot of the run's tool concurrency. */
+  async #check(call: ToolCallRecord, context: SettleContext): Promise<ReconcileFinding> {
+    const admitted = await this.#admit(call);
+    if ('outcome' in admitted) {
+      return { answer: 'unknown', reason: `its input is no longer valid: ${admitted.text}` };
+    }
+    const check = checkOfTool(admitted.tool);
+    if (check === 'idempotent') return { answer: 'idempotent' };
+    if (check === undefined) {
+      return { answer: 'unknown', reason: 'the tool has no reconcile and is not idempotent' };
+    }
+    let release: () => void;
+    try {
+      release = await this.#limiter.acquire({
+        key: `${context.sessionId}\u0000${context.runId}`,
+        limit: context.limits.toolConcurrency,
+        signal: context.signal,
+      });
+    } catch {
+      return { answer: 'unknown', reason: 'the run was stopped before reconcile was asked' };
+    }
+    try {
+      const { tool, validation } = admitted;
+      return await askReconcile({
+        tool,
+        input: copyOf(validation.value),
+        context: {
+          callId: call.callId,
+          sessionId: context.sessionId,
+          idempotencyKey: idempotencyKey({ ...context, callId: call.callId }),
+          signal: context.signal,
+        },
+        secrets: () => secretsOf(tool, validation.value),
+      });
+    } finally {
+      release();
     }
   }
 
@@ -173,6 +243,7 @@ class ToolCallSettler implements CallSettler {
     call: ToolCallRecord,
     decision: DecidedPermission,
     context: SettleContext,
+    execution: number,
   ): Promise<void> {
     // I5: execute only the schema-derived value of the proved input the decision was bound to.
     const admitted = await this.#admit(call);
@@ -203,7 +274,7 @@ class ToolCallSettler implements CallSettler {
       return;
     }
     try {
-      await this.#startAndExecute(call, context, admitted);
+      await this.#startAndExecute(call, context, admitted, execution);
     } finally {
       release();
     }
@@ -214,12 +285,15 @@ class ToolCallSettler implements CallSettler {
     call: ToolCallRecord,
     context: SettleContext,
     { tool, validation }: AdmittedCall,
+    execution: number,
   ): Promise<void> {
     // I2: tool.started is durable before execute; a `false` means another settlement took
-    // this call or the run stopped, so nothing executes (I5: at most once).
+    // this call or the run stopped, so nothing executes (I5: at most once per start the
+    // machine allows; a second start only after its tool's check said so, I8).
+    const kind = execution === 1 ? 'started' : (`started-${execution}` as const);
     const started = await context.commit({
       type: 'tool.started',
-      id: toolFactId({ stepId: context.stepId, callId: call.callId, kind: 'started' }),
+      id: toolFactId({ stepId: context.stepId, callId: call.callId, kind }),
       callId: call.callId,
       name: call.name,
       input: validation.json,

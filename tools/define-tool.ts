@@ -2,10 +2,12 @@ import { z } from 'zod';
 import type { JsonObject } from '../events/json.ts';
 import type { ModelToolDefinition } from '../events/messages.ts';
 import type {
+  ReconcileResult,
   StandardSchemaV1,
   Tool,
   ToolExecuteContext,
   ToolPermission,
+  ToolReconcileContext,
   ToolSet,
 } from './tool.ts';
 import {
@@ -49,6 +51,24 @@ export interface ToolDefinition<TSchema extends StandardSchemaV1, TOutput> {
     input: StandardSchemaV1.InferOutput<TSchema>,
     context: ToolExecuteContext,
   ) => TOutput | Promise<TOutput>;
+  /**
+   * For a call that started and never settled (a crash, a takeover), asked after the restart
+   * before anyone: did it take effect? Look it up by `context.idempotencyKey`. `done` settles
+   * the call with `output`; `not-done` runs it again, once, with the same key; `unknown` (or a
+   * throw, or no answer within `reconcileTimeoutMs`) asks a person, as without `reconcile`.
+   */
+  reconcile?: (
+    input: StandardSchemaV1.InferOutput<TSchema>,
+    context: ToolReconcileContext,
+  ) => ReconcileResult<Awaited<TOutput>> | Promise<ReconcileResult<Awaited<TOutput>>>;
+  /** Milliseconds `reconcile` may take (default 10 000). */
+  reconcileTimeoutMs?: number;
+  /**
+   * True when running the tool again has the same effect as running it once (a read, a
+   * deduplicated send): a call that started and never settled runs again after a restart,
+   * without asking anyone. Default false.
+   */
+  idempotent?: boolean;
 }
 
 /**
@@ -66,16 +86,19 @@ export function defineTool<TSchema extends StandardSchemaV1, TOutput>(
   definition: ToolDefinition<TSchema, TOutput>,
 ): Tool<StandardSchemaV1.InferOutput<TSchema>, Awaited<TOutput>> {
   assertToolDefinition(definition);
+  type Defined = Tool<StandardSchemaV1.InferOutput<TSchema>, Awaited<TOutput>>;
   return {
     description: definition.description,
     inputSchema: definition.inputSchema,
     permission: definition.permission ?? 'allow',
     timeoutMs: definition.timeoutMs ?? 120_000,
     secrets: definition.secrets ?? (() => []),
-    execute: definition.execute as Tool<
-      StandardSchemaV1.InferOutput<TSchema>,
-      Awaited<TOutput>
-    >['execute'],
+    execute: definition.execute as Defined['execute'],
+    ...(definition.reconcile && { reconcile: definition.reconcile }),
+    ...(definition.reconcileTimeoutMs !== undefined && {
+      reconcileTimeoutMs: definition.reconcileTimeoutMs,
+    }),
+    ...(definition.idempotent !== undefined && { idempotent: definition.idempotent }),
   };
 }
 
@@ -227,19 +250,22 @@ function assertToolDefinition(
   if (typeof definition.execute !== 'function') {
     fail(name, 'execute', 'has an execute that is not a function');
   }
-  const { timeoutMs, permission, secrets } = definition;
-  if (
-    timeoutMs !== undefined &&
-    (typeof timeoutMs !== 'number' ||
-      !Number.isInteger(timeoutMs) ||
-      timeoutMs <= 0 ||
-      timeoutMs > maxTimeoutMs)
-  ) {
-    fail(
-      name,
-      'timeoutMs',
-      `has timeoutMs ${String(timeoutMs)}; use a whole number of milliseconds from 1 to ${maxTimeoutMs}`,
-    );
+  const { permission, secrets } = definition;
+  for (const field of ['timeoutMs', 'reconcileTimeoutMs'] as const) {
+    const value = definition[field];
+    if (value !== undefined && !isTimeout(value)) {
+      fail(
+        name,
+        field,
+        `has ${field} ${String(value)}; use a whole number of milliseconds from 1 to ${maxTimeoutMs}`,
+      );
+    }
+  }
+  if (definition.reconcile !== undefined && typeof definition.reconcile !== 'function') {
+    fail(name, 'reconcile', 'has a reconcile that is not a function');
+  }
+  if (definition.idempotent !== undefined && typeof definition.idempotent !== 'boolean') {
+    fail(name, 'idempotent', `has idempotent ${String(definition.idempotent)}; use true or false`);
   }
   if (
     permission !== undefined &&
@@ -257,6 +283,10 @@ function assertToolDefinition(
   if (secrets !== undefined && typeof secrets !== 'function') {
     fail(name, 'secrets', 'has secrets that is not a function of the input returning strings');
   }
+}
+
+function isTimeout(value: unknown): boolean {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 && value <= maxTimeoutMs;
 }
 
 function fail(name: string | undefined, field: string, problem: string): never {

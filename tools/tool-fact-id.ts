@@ -1,5 +1,13 @@
 /** The kinds of fact the tool runtime commits for one call. */
-export type ToolFactKind = 'requested' | 'decided' | 'started' | 'settled';
+export type ToolFactKind =
+  | 'requested'
+  | 'decided'
+  | 'started'
+  | 'settled'
+  /** A later start of a call run again after a restart (execution 2, 3, …). */
+  | `started-${number}`
+  /** The answer of a call's tool in the run's recovery number n. */
+  | `reconciled-${number}`;
 
 /**
  * The deterministic id of a tool fact: `${stepId}:${callId}:${kind}`. Committing a fact whose

@@ -104,6 +104,20 @@ export interface ToolExecuteContext {
   idempotencyKey: string;
 }
 
+/**
+ * What a tool's `reconcile` answers for a call that started and never settled (a crash, a
+ * takeover): `done` (it took effect; `output` is what `execute` would have returned), `not-done`
+ * (it did not take effect: it runs again, once, with the same idempotency key), or `unknown`
+ * (it cannot tell; `reason` is shown to the person asked).
+ */
+export type ReconcileResult<TOutput = unknown> =
+  | { status: 'done'; output: TOutput }
+  | { status: 'not-done' }
+  | { status: 'unknown'; reason: string };
+
+/** What `reconcile` receives besides the call's input: the same as `execute`. */
+export type ToolReconcileContext = ToolExecuteContext;
+
 /** A tool: a schema for the model, a permission, and `execute` for the tool runtime. */
 // biome-ignore lint/suspicious/noExplicitAny: a ToolSet holds tools of different inputs; `execute` is contravariant in it.
 export interface Tool<TInput = any, TOutput = unknown> {
@@ -121,6 +135,22 @@ export interface Tool<TInput = any, TOutput = unknown> {
    */
   secrets: (input: TInput) => string[];
   execute: (input: TInput, context: ToolExecuteContext) => TOutput | Promise<TOutput>;
+  /**
+   * Asked after a restart about a call that started and never settled, before any person:
+   * did it take effect? (Look the call up by `context.idempotencyKey`.) Absent: the tool cannot
+   * tell. Runs under `reconcileTimeoutMs` and the run's `toolConcurrency`.
+   */
+  reconcile?: (
+    input: TInput,
+    context: ToolReconcileContext,
+  ) => ReconcileResult<TOutput> | Promise<ReconcileResult<TOutput>>;
+  /** Milliseconds `reconcile` may take before its answer counts as `unknown` (default 10 000). */
+  reconcileTimeoutMs?: number;
+  /**
+   * True when running the tool again has the same effect as running it once: a call that
+   * started and never settled then runs again after a restart, without asking anyone.
+   */
+  idempotent?: boolean;
 }
 
 export type ToolSet = Record<string, Tool>;
@@ -143,6 +173,8 @@ export interface SettleContext {
   signal: AbortSignal;
   /** Commit, then transition: resolves `false` when the fact was not taken. */
   commit: CommitFact;
+  /** Commits facts in one append (a call's `tool.reconciled` and its `tool.settled`). */
+  commitAll: (drafts: readonly ProposedFact[]) => Promise<boolean[]>;
   /** The session's facts so far (for the loop gate), read through the run driver, which owns them. */
   facts: readonly Fact[];
 }
@@ -164,7 +196,26 @@ export interface CallSettler {
    * `tool.started` is not taken (already in the log, or the run stopped) nothing executes.
    * `deny` → `denied`; `report-unknown` → `unknown`; `abort` → `cancelled`.
    */
-  run(call: ToolCallRecord, decision: DecidedPermission, context: SettleContext): Promise<void>;
+  run(
+    call: ToolCallRecord,
+    decision: DecidedPermission,
+    context: SettleContext,
+    /** 1, or the number of this start when the call runs again after a restart (its fact ids). */
+    execution?: number,
+  ): Promise<void>;
+  /**
+   * How a call of the named tool that started and never settled is resolved after a restart
+   * without a person: `reconcile` (its tool is asked), `idempotent` (it runs again), or
+   * `undefined` (a person decides; also for a name the set does not hold).
+   */
+  checkOf(name: string): 'reconcile' | 'idempotent' | undefined;
+  /**
+   * Checks a call that may have run (`tool.indeterminate` with `check`) and commits the answer,
+   * `tool.reconciled` (id `${stepId}:${callId}:reconciled-${recovery}`): `done` with the call's
+   * `tool.settled` success in the same append; `not-done`; `idempotent`; or `unknown` when
+   * `reconcile` said so, threw, returned something else or did not answer in time.
+   */
+  reconcile(call: ToolCallRecord, recovery: number, context: SettleContext): Promise<void>;
   /** Settles a call that will not run (`cancelled`), or whose result will never come (`unknown`). */
   abandon(
     call: ToolCallRecord,

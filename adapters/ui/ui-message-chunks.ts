@@ -46,8 +46,8 @@ interface StepState {
  *
  * ```text
  * text.delta, reasoning.delta  [the open part's -end] [<kind>-start] <kind>-delta
- * tool.input.delta             [a provider call's first: the open part's -end]
- *                              [tool-input-start] tool-input-delta
+ * tool.input.delta             [a call's first: the open part's -end, tool-input-start]
+ *                              tool-input-delta
  * step.started (a new step)    [leftovers] steering-message* start-step
  * step.started (a new attempt) [<kind>-end] [reset-step]
  * step.completed               [<kind>-end]; streamed as logged: the provider tool parts;
@@ -134,6 +134,7 @@ export class ChunkTranslator {
       case 'tool.permission.decided':
       case 'tool.started':
       case 'tool.indeterminate':
+      case 'tool.reconciled':
       case 'tool.settled':
         out.push(...this.#tools.translate(event));
         break;
@@ -192,6 +193,8 @@ export class ChunkTranslator {
         });
       }
     } else if (!step.streamedCalls.includes(event.callId)) {
+      // As streamText does: the text before a call ends where the call begins.
+      this.#closeOpenPart(out);
       step.streamedCalls.push(event.callId);
       out.push({ type: 'tool-input-start', toolCallId: event.callId, toolName: event.name });
     }

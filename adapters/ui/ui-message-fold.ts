@@ -77,6 +77,7 @@ class MessageFold {
         this.#setToolOutput(chunk);
         break;
       case 'data-decision':
+      case 'data-reconciled':
         this.#setData(chunk);
         break;
       case 'steering-message':
@@ -205,7 +206,7 @@ class MessageFold {
   }
 
   /** A data part with the chunk's id takes its data; else the chunk is a new part. */
-  #setData(chunk: ChunkOf<'data-decision'>): void {
+  #setData(chunk: ChunkOf<'data-decision' | 'data-reconciled'>): void {
     const existing = this.#parts.find(
       (part) => part.type === chunk.type && 'id' in part && part.id === chunk.id,
     );

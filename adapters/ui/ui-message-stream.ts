@@ -10,6 +10,7 @@ export type {
   TurnlogDataTypes,
   TurnlogDecisionData,
   TurnlogMessageMetadata,
+  TurnlogReconciledData,
   TurnlogUIMessage,
   TurnlogUIMessageChunk,
 } from './ui-message-types.ts';

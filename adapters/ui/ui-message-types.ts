@@ -1,5 +1,5 @@
 import type { UIMessage, UIMessageChunk } from 'ai';
-import type { PermissionDecision, RunStatus } from '../../events/facts.ts';
+import type { PermissionDecision, ReconcileAnswer, RunStatus } from '../../events/facts.ts';
 
 /**
  * The metadata of the assistant message of one run (the message's `id` is the `runId`): where
@@ -36,8 +36,21 @@ export interface TurnlogDecisionData {
   decision?: PermissionDecision;
 }
 
+/**
+ * The `data-reconciled` part sent when a call that may have run was checked after a restart
+ * (`tool.reconciled`; its `id` is the fact's): what its tool answered, and the sentence to show
+ * ("checked after a restart: it had run" / "… it had not run, so it ran again").
+ */
+export interface TurnlogReconciledData {
+  toolCallId: string;
+  toolName: string;
+  answer: ReconcileAnswer;
+  /** `reconcileText(answer, reason)`. */
+  text: string;
+}
+
 /** The data parts turnlog's UI message stream sends (`data-<name>`). A type, not an interface: `UIDataTypes` is a record. */
-export type TurnlogDataTypes = { decision: TurnlogDecisionData };
+export type TurnlogDataTypes = { decision: TurnlogDecisionData; reconciled: TurnlogReconciledData };
 
 /** A UI message of a turnlog session: a run's user input, or its assistant message. */
 export type TurnlogUIMessage = UIMessage<TurnlogMessageMetadata, TurnlogDataTypes>;

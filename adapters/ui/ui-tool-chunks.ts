@@ -4,6 +4,7 @@ import {
   type ProviderToolCallPart,
   type ProviderToolResultPart,
 } from '../../events/facts.ts';
+import { reconcileText } from '../../events/reconcile-text.ts';
 import { type ApprovalKind, approvalAnswers, approvalId } from './ui-approval.ts';
 import type { TurnlogUIMessageChunk } from './ui-message-types.ts';
 
@@ -15,6 +16,7 @@ type ToolFact = FactOf<
   | 'tool.permission.decided'
   | 'tool.started'
   | 'tool.indeterminate'
+  | 'tool.reconciled'
   | 'tool.settled'
 >;
 
@@ -57,7 +59,11 @@ const indeterminateReason =
  * step.completed             tool-input-available per call (after the step's content)
  * tool.permission.requested  tool-approval-request, data-decision (what approve/deny record)
  * tool.indeterminate         tool-input-available (title, toolMetadata.mayHaveRun),
- *                            tool-approval-request, data-decision
+ *                            tool-approval-request, data-decision (no approval when its tool
+ *                            checks it: check)
+ * tool.reconciled            data-reconciled (what the check found), tool-input-available with
+ *                            the finding as its title, [the approval's answer again]; unknown: also
+ *                            tool-approval-request, data-decision (the reason says what it found)
  * tool.permission.decided    asked: tool-approval-response, data-decision (with the decision)
  *                            not asked (the tool's or the policy's verdict): nothing
  * tool.started               nothing
@@ -164,8 +170,13 @@ export class ToolChunks {
             title: mayHaveRunTitle,
             toolMetadata: { mayHaveRun: true },
           },
-          ...this.#approvalRequested(call, fact.callId, 'indeterminate', indeterminateReason),
+          // Its tool is asked first (check); a person only if it cannot tell.
+          ...(fact.check === undefined
+            ? this.#approvalRequested(call, fact.callId, 'indeterminate', indeterminateReason)
+            : []),
         ];
+      case 'tool.reconciled':
+        return this.#reconciled(call, fact);
       case 'tool.permission.decided':
         return this.#decided(call, fact);
       case 'tool.settled':
@@ -201,6 +212,53 @@ export class ToolChunks {
         data: { kind, toolCallId: callId, toolName: call.name, ...approvalAnswers[kind] },
       },
     ];
+  }
+
+  /** What the check after a restart found; a person is asked when the tool could not tell. */
+  #reconciled(call: CallState, fact: FactOf<'tool.reconciled'>): Chunk[] {
+    const text = reconcileText(fact.answer, fact.reason);
+    const out: Chunk[] = [
+      {
+        type: 'data-reconciled',
+        id: fact.id,
+        data: { toolCallId: fact.callId, toolName: call.name, answer: fact.answer, text },
+      },
+      // In standard terms too: the part's title says what the check found.
+      {
+        type: 'tool-input-available',
+        toolCallId: fact.callId,
+        toolName: call.name,
+        input: call.input,
+        title: `${text.charAt(0).toUpperCase()}${text.slice(1)}`,
+        toolMetadata: { mayHaveRun: true, reconciled: fact.answer },
+      },
+    ];
+    const asked = call.approval;
+    if (asked?.approved !== undefined && fact.answer !== 'unknown') {
+      // The part keeps the answer it had (tool-input-available left it input-available).
+      out.push({ type: 'tool-approval-response', approvalId: asked.id, approved: asked.approved });
+    }
+    if (fact.answer === 'unknown') {
+      // Asked again (the same approval, when one was pending): the part waits for a person.
+      out.push(
+        ...this.#approvalRequested(
+          call,
+          fact.callId,
+          'indeterminate',
+          `${text}. ${indeterminateReason}`,
+        ),
+      );
+    } else if (asked !== undefined && asked.approved === undefined) {
+      // A person had been asked after an earlier restart; the tool answered instead.
+      asked.approved = true;
+      out.push({
+        type: 'tool-approval-response',
+        approvalId: asked.id,
+        approved: true,
+        reason: text,
+      });
+    }
+    return out;
   }
 
   /** The decision as the answer to the person's approval (none when nobody was asked). */

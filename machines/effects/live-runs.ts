@@ -217,10 +217,11 @@ export class LiveRuns implements TenureHost {
 
   /**
    * The session's unfinished run, live or rebuilt from the log (no actor restarted: I8).
-   * Rebuilt, a parked run resumes as it was; with a worker, any other was interrupted (its
-   * driver died) and resumes with the recovery sequence, as `recover()` would, and rebuilding it
-   * takes its lease; `elsewhere` when another worker drives it. Throws `DamagedSessionError`
-   * when it cannot be resumed.
+   * Rebuilt, a parked run resumes as it was; any other was interrupted (the process or worker
+   * driving it died, or a closed runtime detached it) and resumes with the recovery sequence, as
+   * `recover()` would — also in one process before `recover()` was called; with a worker,
+   * rebuilding it takes its lease, and `elsewhere` when another worker drives it. Throws
+   * `DamagedSessionError` when it cannot be resumed.
    */
   async active(sessionId: string): Promise<RunDriver | DrivenElsewhere | undefined> {
     const running = this.#live.get(sessionId);
@@ -512,7 +513,10 @@ export class LiveRuns implements TenureHost {
   /** Drives a run rebuilt from the log for work that arrived for it. */
   async #rebuild(loaded: LoadedRun): Promise<void> {
     const { ids, facts, rehydrated } = loaded;
-    if (this.#tenure.shared && !rehydrated.snapshot.hasTag('parked')) {
+    // Not live here and not parked: the process or driver that ran it died (or a runtime closed
+    // and detached it). In one process as with workers, whatever comes first — recover(), or a
+    // steer, stop or decide before it — resumes it with the recovery sequence (I8).
+    if (!rehydrated.snapshot.hasTag('parked')) {
       await this.#resumeRecovering(loaded, this.handles.newHandle(ids, rehydrated.facts));
       return;
     }
@@ -535,8 +539,10 @@ export class LiveRuns implements TenureHost {
     if (snapshot.status !== 'done') {
       // Traced, run.recovered records this driver's span: the run's later spans link to it.
       const trace = this.#live.get(ids.sessionId)?.segment?.traceContext;
-      // One commit each, in order, as recoveryFacts lists them.
-      for (const draft of recoveryFacts(plan)) {
+      // One commit each, in order, as recoveryFacts lists them; a call whose tool can check it
+      // (reconcile, idempotent) is checked before anyone is asked.
+      const { callSettler } = this.#options.tools.forRun(ids.runId);
+      for (const draft of recoveryFacts(plan, (name) => callSettler.checkOf(name))) {
         await driver.commit(draft.type === 'run.recovered' && trace ? { ...draft, trace } : draft);
       }
     }

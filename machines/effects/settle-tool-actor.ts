@@ -27,6 +27,7 @@ export function settleContext(
     limits: services.limits,
     signal: services.signal,
     commit: services.commit,
+    commitAll: services.commitAll,
     facts: services.facts(),
   };
 }
@@ -47,7 +48,9 @@ export function settleToolActor(servicesOf: ServicesOf) {
         await services.commit(await services.callSettler.decide(call, context));
         return;
       case 'run':
-        return services.callSettler.run(call, input.decision, context);
+        return services.callSettler.run(call, input.decision, context, input.execution);
+      case 'reconcile':
+        return services.callSettler.reconcile(call, input.recovery, context);
       case 'abandon':
         return services.callSettler.abandon(
           call,

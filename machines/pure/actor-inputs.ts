@@ -53,6 +53,18 @@ export type SettleToolInput =
       stepId: string;
       callId: string;
       decision: NonNullable<CallState['decision']>;
+      /** Which start of the call this is: 1, or 2 and more when it runs again after a restart. */
+      execution: number;
+    }
+  | {
+      /** Ask the call's tool whether it took effect (`reconcile`), or note it is idempotent. */
+      phase: 'reconcile';
+      sessionId: string;
+      runId: string;
+      stepId: string;
+      callId: string;
+      /** The run's recovery count (`run.recovered` facts): names this check's fact. */
+      recovery: number;
     }
   | {
       phase: 'abandon';
@@ -77,7 +89,7 @@ export type TurnMachineEvent =
 
 /** The phases a call's settlement goes through, each a `settleTool` child of its own. */
 export type SettlePhase = SettleToolInput['phase'];
-export const settlePhases: readonly SettlePhase[] = ['decide', 'run', 'abandon'];
+export const settlePhases: readonly SettlePhase[] = ['decide', 'run', 'abandon', 'reconcile'];
 
 /** The id of the `settleTool` child settling `call` in `phase` (one per call and phase). */
 export const settleChildId = (

@@ -1,5 +1,5 @@
 import type { Fact, FactOf, ProposedFact, RunLimits, RunSettings } from '../../events/facts.ts';
-import { planRecovery, type RunRecovery } from '../../events/plan-recovery.ts';
+import { planRecovery, type RecoveryCall, type RunRecovery } from '../../events/plan-recovery.ts';
 import { type RehydratedRun, ReplayDivergenceError, rehydrateRun } from './rehydrate.ts';
 import type { TurnMachine } from './turn-machine.ts';
 
@@ -74,22 +74,36 @@ export function damagedRun(
   return { sessionId, runId, interruptedIn, damage };
 }
 
+/** How a recovery resolves a call of the named tool without a person, if it can (`CallSettler.checkOf`). */
+export type CheckOf = (name: string) => 'reconcile' | 'idempotent' | undefined;
+
 /**
  * The recovery sequence (architecture/turn-machine.md, "Recovery"), committed in this order once
- * the run's snapshot is restored: each started-but-unsettled call marked `tool.indeterminate`
- * (it may have run and is never run again, I8), then `run.recovered`, whose transition starts
- * what must run. A run whose fold reached `terminal` needs none of it.
+ * the run's snapshot is restored: each started-but-unsettled call marked `tool.indeterminate`,
+ * then `run.recovered`, whose transition starts what must run. A call whose tool can check it
+ * (`checkOf`: its `reconcile`, or it is idempotent) is marked with that `check`, and so is an
+ * earlier-marked call still unsettled (a person had been asked, or the check was cut short):
+ * its tool is asked again, before anyone. Otherwise it never runs again (I8) and a person is
+ * asked. A run whose fold reached `terminal` needs none of it.
  */
-export function recoveryFacts(plan: RunRecovery): ProposedFact[] {
+export function recoveryFacts(
+  plan: RunRecovery,
+  checkOf: CheckOf = () => undefined,
+): ProposedFact[] {
+  const mark = (call: RecoveryCall): ProposedFact => {
+    const check = checkOf(call.name);
+    return {
+      type: 'tool.indeterminate',
+      // The first mark keeps the id logs have always had; a call marked again gets the next one.
+      id: `${call.stepId}:${call.callId}:indeterminate${call.marks === 0 ? '' : `-${call.marks + 1}`}`,
+      callId: call.callId,
+      name: call.name,
+      ...(check && { check }),
+    };
+  };
   return [
-    ...plan.indeterminate.map(
-      (call): ProposedFact => ({
-        type: 'tool.indeterminate',
-        id: `${call.stepId}:${call.callId}:indeterminate`,
-        callId: call.callId,
-        name: call.name,
-      }),
-    ),
+    ...plan.indeterminate.map(mark),
+    ...plan.unresolved.filter((call) => checkOf(call.name) !== undefined).map(mark),
     {
       type: 'run.recovered',
       interrupted: plan.interruptedIn ?? 'unknown',

@@ -4,6 +4,7 @@ import {
   type FactOf,
   type PermissionDecision,
   type ProviderFailure,
+  type ReconcileAnswer,
   type RunLimits,
   type RunStatus,
 } from '../../events/facts.ts';
@@ -24,8 +25,13 @@ export type CallStatus =
   | 'decided'
   /** `tool.started` is durable; `execute` may be running. */
   | 'started'
-  /** Recovery found it started and never settled (I8: it is never run again). */
+  /**
+   * Recovery found it started and never settled; a person decides (I8: it runs again only when
+   * its tool is idempotent or its `reconcile` says it did not take effect).
+   */
   | 'indeterminate'
+  /** Started and never settled, and its tool is being asked (`reconcile`, or it is idempotent). */
+  | 'checking'
   | 'settled';
 
 export interface CallState {
@@ -38,6 +44,10 @@ export interface CallState {
     by: 'user' | 'policy';
     reason?: string;
   };
+  /** How many times it started (`tool.started`); absent before its first start. */
+  executions?: number;
+  /** The latest answer of its tool after a restart (`tool.reconciled`). */
+  reconciled?: { answer: ReconcileAnswer; reason?: string };
 }
 
 /**
@@ -171,6 +181,11 @@ export function unsettled(context: TurnContext): CallState[] {
 /** Calls that still need a person: a permission ask, or an unresolved indeterminate call. */
 export function callsNeedingPerson(context: TurnContext): CallState[] {
   return context.calls.filter((call) => call.status === 'asked' || call.status === 'indeterminate');
+}
+
+/** Calls whose tool is being asked after a restart, or whose settlement it is about to commit. */
+export function callsBeingChecked(context: TurnContext): CallState[] {
+  return context.calls.filter((call) => call.status === 'checking' || call.status === 'started');
 }
 
 /** A decision a person may give for a call in its current status (`decisionFits`). */

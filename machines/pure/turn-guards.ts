@@ -3,6 +3,7 @@ import {
   acceptsUserDecision,
   callHasStatus,
   callState,
+  callsBeingChecked,
   callsNeedingPerson,
   hasAttemptsLeft,
   isRetryableFailure,
@@ -40,8 +41,24 @@ export const turnGuards = {
     event.attempt === context.retry.attempt,
   callProposed: ({ context, event }) => callHasStatus(context, event, 'proposed'),
   callOpen: ({ context, event }) =>
-    callHasStatus(context, event, 'proposed', 'asked', 'decided', 'started', 'indeterminate'),
+    callHasStatus(
+      context,
+      event,
+      'proposed',
+      'asked',
+      'decided',
+      'started',
+      'indeterminate',
+      'checking',
+    ),
   callStarted: ({ context, event }) => callHasStatus(context, event, 'started'),
+  /** A recovery may mark a started call, and mark again one still unsettled (to check it). */
+  callMayBeMarked: ({ context, event }) =>
+    callHasStatus(context, event, 'started', 'indeterminate', 'checking'),
+  callChecking: ({ context, event }) => callHasStatus(context, event, 'checking'),
+  anyChecking: ({ context }) => context.calls.some((call) => call.status === 'checking'),
+  /** Every call's tool answered this recovery's check, and each `done` one settled. */
+  checksAnswered: ({ context }) => callsBeingChecked(context).length === 0,
   policyDecision: ({ context, event }) =>
     event.type === 'tool.permission.decided' &&
     event.by === 'policy' &&

@@ -22,6 +22,7 @@ import {
   type TurnMachineEvent,
 } from './actor-inputs.ts';
 import {
+  callState,
   initialContext,
   outcomeOf,
   outcomeOfFailure,
@@ -49,7 +50,7 @@ import { turnGuards } from './turn-guards.ts';
  * The turn machine's version, recorded in each `run.started` (`machineVersion`): a whole number,
  * increased with every change to the machine's states or transitions.
  */
-export const turnMachineVersion = '1';
+export const turnMachineVersion = '2';
 
 /** A placeholder for an actor the runtime provides: typed by its input, it does nothing. */
 const inert = <TInput>() => fromCallback<EventObject, TInput>(() => {});
@@ -131,7 +132,8 @@ export const turnMachine = setup({
     }),
     recordStarted: assign(({ context, event }) => {
       assertEvent(event, 'tool.started');
-      return { calls: updateCall(context, event.callId, { status: 'started' }) };
+      const executions = (callState(context, event.callId)?.executions ?? 0) + 1;
+      return { calls: updateCall(context, event.callId, { status: 'started', executions }) };
     }),
     recordSettled: assign(({ context, event }) => {
       assertEvent(event, 'tool.settled');
@@ -140,6 +142,22 @@ export const turnMachine = setup({
     recordIndeterminate: assign(({ context, event }) => {
       assertEvent(event, 'tool.indeterminate');
       return { calls: updateCall(context, event.callId, { status: 'indeterminate' }) };
+    }),
+    // A call its tool can check waits for that answer (`checking`), else for a person.
+    markForCheck: assign(({ context, event }) => {
+      assertEvent(event, 'tool.indeterminate');
+      const status = event.check === undefined ? 'indeterminate' : 'checking';
+      return { calls: updateCall(context, event.callId, { status }) };
+    }),
+    // I8: `done` settles in the same append (`started` until then); `not-done` and `idempotent`
+    // run again under the decision already granted for the same input hash; `unknown` asks.
+    recordReconciled: assign(({ context, event }) => {
+      assertEvent(event, 'tool.reconciled');
+      const { answer, reason } = event;
+      const status =
+        answer === 'done' ? 'started' : answer === 'unknown' ? 'indeterminate' : 'decided';
+      const reconciled = reason === undefined ? { answer } : { answer, reason };
+      return { calls: updateCall(context, event.callId, { status, reconciled }) };
     }),
     // Recorded when the stop (or an abort decision) arrives, whether the run ends at once or
     // after its calls settle in `stopping`.
@@ -168,15 +186,30 @@ export const turnMachine = setup({
           enqueue.spawnChild('settleTool', settleChild(context, call, { phase: 'decide' }));
     }),
     spawnRunners: enqueueActions(({ context, enqueue }) => {
-      for (const { decision, ...call } of context.calls)
-        if (call.status === 'decided' && decision !== undefined)
-          enqueue.spawnChild('settleTool', settleChild(context, call, { phase: 'run', decision }));
+      for (const { decision, ...call } of context.calls) {
+        if (call.status !== 'decided' || decision === undefined) continue;
+        const execution = (call.executions ?? 0) + 1;
+        enqueue.spawnChild(
+          'settleTool',
+          settleChild(context, call, { phase: 'run', decision, execution }),
+        );
+      }
+    }),
+    spawnReconcilers: enqueueActions(({ context, enqueue }) => {
+      for (const call of context.calls)
+        if (call.status === 'checking')
+          enqueue.spawnChild(
+            'settleTool',
+            settleChild(context, call, { phase: 'reconcile', recovery: context.recoveries }),
+          );
     }),
     spawnAbandoners: enqueueActions(({ context, enqueue }) => {
       for (const call of context.calls) {
         // A started call still has its own settlement running (it honours the stop grace).
         if (call.status === 'settled' || call.status === 'started') continue;
-        const outcome = call.status === 'indeterminate' ? 'unknown' : 'cancelled';
+        // Stop wins over a check under way: the call may have run, and nobody waits to know.
+        const outcome =
+          call.status === 'indeterminate' || call.status === 'checking' ? 'unknown' : 'cancelled';
         enqueue.spawnChild('settleTool', settleChild(context, call, { phase: 'abandon', outcome }));
       }
     }),
@@ -338,8 +371,9 @@ export const turnMachine = setup({
           on: {
             'tool.started': { guard: 'startAllowed', actions: 'recordStarted' },
             'tool.settled': { guard: 'callOpen', actions: 'recordSettled' },
-            'tool.indeterminate': { guard: 'callStarted', actions: 'recordIndeterminate' },
+            'tool.indeterminate': { guard: 'callMayBeMarked', actions: 'markForCheck' },
             'run.recovered': [
+              { guard: 'anyChecking', target: 'reconciling', actions: 'noteRecovered' },
               {
                 guard: 'needsPerson',
                 target: '#turn.awaitingPermission',
@@ -347,6 +381,24 @@ export const turnMachine = setup({
               },
               { target: 'running', reenter: true, actions: 'noteRecovered' },
             ],
+          },
+        },
+        // After a restart, before asking anyone: each call that may have run and whose tool can
+        // tell (`reconcile`) or says running again is safe (`idempotent`) is checked.
+        reconciling: {
+          entry: 'spawnReconcilers',
+          always: [
+            {
+              guard: and(['checksAnswered', 'needsPerson']),
+              target: '#turn.awaitingPermission',
+            },
+            { guard: 'checksAnswered', target: 'running' },
+          ],
+          on: {
+            'tool.reconciled': { guard: 'callChecking', actions: 'recordReconciled' },
+            'tool.settled': { guard: 'callOpen', actions: 'recordSettled' },
+            'tool.indeterminate': { guard: 'callMayBeMarked', actions: 'markForCheck' },
+            'run.recovered': { target: 'reconciling', reenter: true, actions: 'noteRecovered' },
           },
         },
         stopping: {
@@ -378,7 +430,16 @@ export const turnMachine = setup({
           target: 'settlingTools.stopping',
           actions: ['recordAbort', 'abortRun'],
         },
-        'run.recovered': { actions: 'noteRecovered' },
+        // A restart asks each checkable call's tool again before the person answers.
+        'tool.indeterminate': { guard: 'callMayBeMarked', actions: 'markForCheck' },
+        'run.recovered': [
+          {
+            guard: 'anyChecking',
+            target: 'settlingTools.reconciling',
+            actions: 'noteRecovered',
+          },
+          { actions: 'noteRecovered' },
+        ],
       },
     },
     terminal: {

@@ -207,6 +207,8 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
     // Printed by the tool once tool.started is durable.
     await server.next('backing up');
     await page.getByText('Backing up your notes.').waitFor();
+    // Allowed by the tool's own permission, with no policy set: never "by the policy".
+    expect(await tool('backUpNotes').locator('header').textContent()).not.toContain('policy');
 
     server.child.kill('SIGKILL');
     await server.exited;
@@ -258,6 +260,15 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
       .getByText(`seq ${log.length} of ${log.length}`)
       .waitFor();
     expect(await page.locator('.timeline li').count()).toBe(log.length);
+    // The selected (last) fact is on screen when the viewer opens, inside the timeline's view.
+    const selected = await page.locator('.timeline button.selected').boundingBox();
+    const list = await page.locator('.timeline').boundingBox();
+    expect(selected !== null && list !== null).toBe(true);
+    if (selected !== null && list !== null) {
+      expect(selected.y).toBeGreaterThanOrEqual(list.y);
+      expect(selected.y + selected.height).toBeLessThanOrEqual(list.y + list.height);
+      expect(selected.y + selected.height).toBeLessThanOrEqual(page.viewportSize()?.height ?? 0);
+    }
 
     const slider = page.getByRole('slider', { name: 'seq' });
     await slider.focus();
@@ -313,11 +324,42 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
     });
   });
 
+  it('follows a live run in the viewer, offline, from its ask to its end', async () => {
+    const session = 'web-live';
+    const post = (route: string, body: object) =>
+      fetch(`${url}/sessions/${session}/${route}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const stream = await post('messages', { text: 'Remember that the review is at 5pm' });
+    await page.goto(`${url}/log?session=${session}`);
+    await page.getByTestId('following').waitFor();
+    await eventually(() => page.getByTestId('machine-state').textContent()).toBe(
+      'awaitingPermission',
+    );
+    const [pending] = (await (await fetch(`${url}/sessions/${session}/pending`)).json()) as {
+      callId: string;
+    }[];
+    expect((await post('decisions', { callId: pending?.callId, decision: 'allow' })).status).toBe(
+      200,
+    );
+    await stream.body?.cancel();
+    // The page reads the log again by itself: the selection moves on to the run's last fact.
+    await eventually(() => page.getByTestId('machine-state').textContent()).toBe('terminal');
+    const log = await facts(session);
+    expect(log.at(-1)?.type).toBe('run.ended');
+    await eventually(() => page.getByTestId('selected-seq').textContent()).toBe(
+      `seq ${log.length} of ${log.length}`,
+    );
+    await eventually(() => page.getByTestId('following').count()).toBe(0);
+  });
+
   it('shows a recovered run and a damaged log with their findings', async () => {
     await page.goto(`${url}/log?session=web-restart`);
     await page
       .getByText(
-        /^Recovered at start: run run_\w+ was interrupted in settlingTools\.running; it is parked\. Indeterminate: call_2\.$/,
+        /^Recovered at start: run run_\w+ was interrupted in settlingTools\.running; it was parked, and has since ended completed \(seq 12\)\. Indeterminate: call_2\.$/,
       )
       .waitFor();
     const restart = await facts('web-restart');

@@ -1,11 +1,9 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scriptedModel } from '../../adapters/scripted-model.ts';
-import { createRuntime } from '../../runtime.ts';
 import { testSchema } from '../helpers/postgres.ts';
 import { type BuiltCli, buildCli } from './built-cli.ts';
-import { plantSessions, sendInvoiceTool } from './cli-sessions.ts';
+import { plantSessions } from './cli-sessions.ts';
 import { runtimeModule } from './runtime-modules.ts';
 
 let cli: BuiltCli;
@@ -101,7 +99,7 @@ describe('the turnlog CLI on PostgreSQL (DATABASE_URL and TURNLOG_SCHEMA)', () =
     expect(stopped.session).toMatchObject({ sessionId: 's-running', status: 'aborted' });
   });
 
-  it('tail: follows the session live while another process decides, and exits when the run ends', async () => {
+  it('tail: follows the session live while turnlog decide allows the call (--json), and exits when the run ends', async () => {
     const tail = spawn(
       process.execPath,
       [
@@ -125,16 +123,23 @@ describe('the turnlog CLI on PostgreSQL (DATABASE_URL and TURNLOG_SCHEMA)', () =
     });
     const exited = new Promise<number | null>((resolve) => tail.on('exit', resolve));
     await printed;
-    // Another process (this test) answers the decision; its runtime, a worker, drives the run on
-    // (with random ids: the planting runtime's sequential ones are in the log already).
-    const runtime = createRuntime({
-      store: db.open(),
-      model: scriptedModel(() => ({ text: 'Invoice sent.' })),
-      tools: { sendInvoice: sendInvoiceTool() },
+    // Another process, `turnlog decide`, answers: its runtime (a worker) runs the tool and the
+    // model's last step, and it waits until the run has ended.
+    const decided = await json([
+      'decide',
+      's-awaiting',
+      'call_inv',
+      'allow',
+      '--reason',
+      'approved by ops',
+      '--runtime',
+      runtimeModule(cli, 'pg-decide-allow'),
+    ]);
+    expect(decided).toMatchObject({
+      done: 'allow call_inv',
+      session: { status: 'completed', pending: [] },
     });
-    await runtime.decide({ sessionId: 's-awaiting', callId: 'call_inv', decision: 'allow' });
     expect(await exited).toBe(0);
-    await runtime.close();
     const types = out
       .trim()
       .split('\n')

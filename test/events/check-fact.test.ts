@@ -21,7 +21,7 @@ describe('the fact schemas', () => {
 
   it('cover every fact type with one schema of each kind', () => {
     expect(Object.keys(readSchemas.facts)).toEqual(factTypes);
-    expect(factTypes).toHaveLength(17);
+    expect(factTypes).toHaveLength(18);
   });
 
   it('name the fact type and the missing field (a step.completed without toolCalls)', () => {

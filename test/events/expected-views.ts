@@ -38,6 +38,7 @@ export function callView(
     permission: undefined,
     started: false,
     indeterminate: false,
+    reconciled: undefined,
     outcome: undefined,
     result: undefined,
     ...fields,

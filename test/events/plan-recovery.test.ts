@@ -40,6 +40,7 @@ describe('planRecovery on the sample logs', () => {
               callId: 'toolu_01CHIKE6JFWYIkTUg274xhCE',
               name: 'httpPost',
               input: teamPost,
+              marks: 0,
             },
           ],
           unresolved: [],
@@ -49,6 +50,7 @@ describe('planRecovery on the sample logs', () => {
               callId: 'toolu_01D0wbOj8VR4XqFK9uQeNlCZ',
               name: 'httpPost',
               input: feedPost,
+              marks: 0,
             },
           ],
           withheld: [],
@@ -68,12 +70,14 @@ describe('planRecovery on the sample logs', () => {
       callId: 'toolu_01G0Emxmyu3VCvncpMTqmLmc',
       name: 'httpPost',
       input: teamPost,
+      marks: 1,
     };
     const second = {
       stepId,
       callId: 'toolu_01JOdkjiHKAM2TwlXQqeSeCI',
       name: 'httpPost',
       input: feedPost,
+      marks: 0,
     };
     const summary = (seq: number) => {
       const [run] = upTo('recovered-tool', seq).runs;
@@ -199,8 +203,8 @@ describe('planRecovery on the sample logs', () => {
     );
     const [run] = planRecovery(log.facts).runs;
     expect([run?.withheld, run?.neverStarted]).toStrictEqual([
-      [{ stepId: 's1', callId: 'c1', name: 'tool', input: {} }],
-      [{ stepId: 's1', callId: 'c2', name: 'tool', input: { n: 2 } }],
+      [{ stepId: 's1', callId: 'c1', name: 'tool', input: {}, marks: 0 }],
+      [{ stepId: 's1', callId: 'c2', name: 'tool', input: { n: 2 }, marks: 0 }],
     ]);
     log.add(draft.settled('c1', 'not run', 'withheld'));
     expect(planRecovery(log.facts).runs[0]?.withheld).toStrictEqual([]);

@@ -22,6 +22,7 @@ const machineStates = [
   'requesting.backingOff',
   'settlingTools.deciding',
   'settlingTools.running',
+  'settlingTools.reconciling',
   'settlingTools.stopping',
   'awaitingPermission',
   'terminal',

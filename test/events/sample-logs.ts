@@ -14,6 +14,7 @@ export const sampleLogNames = [
   'stop',
   'workers',
   'traced',
+  'reconciled',
   'settings',
   'chat',
 ] as const;

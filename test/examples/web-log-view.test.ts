@@ -88,6 +88,69 @@ describe('layoutChart', () => {
   });
 });
 
+describe('layoutChart arrows', () => {
+  const layout = layoutChart(machineChart());
+  const boxOf = new Map(layout.boxes.map((box) => [box.state.id, box]));
+  const lineage = (id: string): string[] => {
+    const parent = boxOf.get(id)?.state.parent;
+    return parent === undefined ? [id] : [id, ...lineage(parent)];
+  };
+  /** The path's points (line ends, and each rounded corner's control point), in order. */
+  const points = (path: string) =>
+    [...path.matchAll(/(-?\d+(?:\.\d+)?) (-?\d+(?:\.\d+)?)/g)].map(([, x, y]) => ({
+      x: Number(x),
+      y: Number(y),
+    }));
+
+  it('never runs an arrow through a box other than its ends and the states holding them', () => {
+    let checked = 0;
+    for (const edge of layout.edges) {
+      const own = new Set([...lineage(edge.source), ...lineage(edge.target)]);
+      const path = points(edge.path);
+      for (let index = 1; index < path.length; index += 1) {
+        const [a, b] = [path[index - 1], path[index]];
+        if (a === undefined || b === undefined) continue;
+        for (const box of layout.boxes) {
+          if (own.has(box.state.id)) continue;
+          // The segment's bounding box overlaps the box's inside (a hair in from its border).
+          const crosses =
+            Math.max(a.x, b.x) > box.x + 0.5 &&
+            Math.min(a.x, b.x) < box.x + box.width - 0.5 &&
+            Math.max(a.y, b.y) > box.y + 0.5 &&
+            Math.min(a.y, b.y) < box.y + box.height - 0.5;
+          expect(crosses, `${edge.source} → ${edge.target} crosses ${box.state.id}`).toBe(false);
+          checked += 1;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(1000);
+  });
+
+  it('draws arrows along the axes, and brings every arrow into one side of a state to one point', () => {
+    const heads = new Map<string, string>();
+    for (const edge of layout.edges) {
+      const corners = points(edge.path);
+      const [before, end] = corners.slice(-2);
+      if (before === undefined || end === undefined) throw new Error(edge.path);
+      // The last run is horizontal, into the target's left or right side.
+      expect(before.y, `${edge.source} → ${edge.target}`).toBe(end.y);
+      const box = boxOf.get(edge.target);
+      const side =
+        end.x === box?.x ? 'left' : end.x === (box?.x ?? 0) + (box?.width ?? 0) ? 'right' : 'none';
+      expect(side, `${edge.source} → ${edge.target}`).not.toBe('none');
+      const key = `${edge.target}:${side}`;
+      const at = `${end.x},${end.y}`;
+      expect(heads.get(key) ?? at, key).toBe(at);
+      heads.set(key, at);
+    }
+    // terminal: every way into it ends under one arrowhead.
+    expect(layout.edges.filter((edge) => edge.target === 'terminal').length).toBeGreaterThan(4);
+    expect([...heads.keys()].filter((key) => key.startsWith('terminal:'))).toEqual([
+      'terminal:left',
+    ]);
+  });
+});
+
 describe('logViewAt', () => {
   it.each(sampleLogs())(
     'replays every fact of $name to its recorded state, and every request to its recorded size',

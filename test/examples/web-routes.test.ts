@@ -152,17 +152,22 @@ describe('the web example routes over HTTP', () => {
   it('refuses what it cannot do, with the status and the reason', async () => {
     expect(await errorOf(await postChat({ messages: [user('hi')] }))).toEqual({
       status: 400,
-      body: { error: 'BadRequest', message: 'The body needs "id", the chat (session) id.' },
+      body: {
+        error: 'HttpRefusedError',
+        reason: 'bad-request',
+        message: 'The body needs "id", the chat id (a non-empty string).',
+      },
     });
+    // Nothing to regenerate in a session without a run.
     expect(
       await errorOf(
         await postChat({ id: 'c2', messages: [user('hi')], trigger: 'regenerate-message' }),
       ),
     ).toEqual({
-      status: 400,
+      status: 409,
       body: {
-        error: 'BadRequest',
-        message: 'A run in the log is never rewritten; send a new message instead of regenerating.',
+        error: 'RegenerateRefused',
+        message: 'Only the last answer can be regenerated; send a new message instead.',
       },
     });
     const invalid = await errorOf(await postChat({ id: 'c2', messages: [{ role: 'user' }] }));
@@ -181,7 +186,8 @@ describe('the web example routes over HTTP', () => {
     expect(unanswered).toEqual({
       status: 400,
       body: {
-        error: 'BadRequest',
+        error: 'HttpRefusedError',
+        reason: 'bad-request',
         message: 'The last message answers no approval; send a user message.',
       },
     });
@@ -229,7 +235,7 @@ describe('the web example routes over HTTP', () => {
     });
     const chart = await (await fetch(`${server.url}/machine`)).json();
     expect(chart.initial).toBe('projecting');
-    expect(chart.states).toHaveLength(11);
+    expect(chart.states).toHaveLength(12);
   });
 });
 

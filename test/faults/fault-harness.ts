@@ -182,6 +182,8 @@ export function trace(facts: readonly Fact[]): string[] {
         return `${fact.type} ${fact.name}`;
       case 'tool.settled':
         return `tool.settled ${fact.name} ${fact.outcome}`;
+      case 'tool.reconciled':
+        return `tool.reconciled ${fact.name} ${fact.answer}`;
       case 'run.ended':
         return `run.ended ${fact.status} ${fact.reason}`;
       case 'run.started':

@@ -171,6 +171,7 @@ describe('turnMachine', () => {
         stepId: 'step_2',
         callId: 'c2',
         decision: { decision: 'deny', inputHash: 'hash-c2', by: 'user', reason: 'no' },
+        execution: 1,
       },
     });
     expect(run.send({ ...settled('c2'), outcome: 'denied' } as ProposedFact)).toBe('projecting');

@@ -8,6 +8,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -45,6 +46,7 @@ const manifest = JSON.parse(manifestText) as {
   files: string[];
   dependencies: Record<string, string>;
   engines: Record<string, string>;
+  bin: Record<string, string>;
   peerDependencies: Record<string, string>;
   peerDependenciesMeta: Record<string, { optional?: boolean }>;
   allowScripts: Record<string, boolean>;
@@ -245,6 +247,22 @@ describe('the packed tarball in a fresh app', () => {
     });
   });
 
+  it('links the turnlog bin, which runs from the installed package on a store of the app', async () => {
+    const bin = join(app, 'node_modules', '.bin', 'turnlog');
+    expect(statSync(bin).mode & 0o111).not.toBe(0);
+    const help = await run(process.execPath, [bin, '--help'], { cwd: app });
+    expect(help.stdout).toMatch(/^ {2}sessions +/m);
+    mkdirSync(join(app, 'cli-store'), { recursive: true });
+    const { stdout } = await run(
+      process.execPath,
+      [bin, 'sessions', '--dir', 'cli-store', '--json'],
+      {
+        cwd: app,
+      },
+    );
+    expect(JSON.parse(stdout)).toEqual({ sessions: [], total: 0 });
+  });
+
   it('fails require() with a message saying turnlog is ESM-only and how to import it', async () => {
     const failure = await run(process.execPath, ['-e', "require('turnlog')"], { cwd: app }).then(
       () => undefined,
@@ -397,6 +415,11 @@ export { done };
         }),
       );
       const tsc = join(root, 'node_modules', compiler, 'bin', 'tsc');
+      // TypeScript 7 dropped moduleResolution "node"; the devDependency typescript-5 checks it.
+      expect(
+        existsSync(tsc),
+        `${compiler} is not installed: run npm install (package.json lists it as a devDependency)`,
+      ).toBe(true);
       const result = await run(process.execPath, [tsc, '-p', folder, '--pretty', 'false'], {
         cwd: folder,
       }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
@@ -464,6 +487,8 @@ function appLockfile(closure: string[], tarball: string) {
       license: 'MIT',
       dependencies: manifest.dependencies,
       engines: manifest.engines,
+      // The bin npm links into node_modules/.bin (from the lockfile, as for any package).
+      bin: manifest.bin,
       peerDependencies: manifest.peerDependencies,
       peerDependenciesMeta: manifest.peerDependenciesMeta,
     },

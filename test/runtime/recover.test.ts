@@ -205,3 +205,53 @@ describe('runtime.recover() on a damaged log', () => {
     await runtime.close();
   });
 });
+
+describe('a request before recover() on an interrupted run (one process)', () => {
+  it.each(['stop', 'steer'] as const)(
+    'runtime.%s() resumes it with the recovery sequence: the started call is indeterminate, never run again',
+    async (method) => {
+      const interrupted = sampleLogs().find((log) => log.name === 'interrupted-tool')?.facts ?? [];
+      const { sessionId, runId } = interrupted[0] as Fact;
+      const posts: unknown[] = [];
+      const httpPost = defineTool({
+        description: 'Posts JSON.',
+        inputSchema: z.object({ url: z.string(), body: z.unknown() }),
+        execute: (input) => {
+          posts.push(input);
+          return 'ok';
+        },
+      });
+      const store = memoryStore({ facts: interrupted });
+      const runtime = testRuntime(store, {
+        model: scriptedModel([{ text: 'Posted once; the first post may or may not have gone.' }]),
+        tools: { httpPost },
+      });
+      if (method === 'stop') await runtime.stop({ sessionId });
+      else await runtime.steer({ sessionId, text: 'and say when done' });
+      const after = (await runtime.facts(sessionId)).slice(interrupted.length);
+      const types = after.map((fact) => fact.type);
+      // The recovery sequence first, as recover() would: the started call settles indeterminate.
+      expect(types.slice(0, 2)).toEqual(['tool.indeterminate', 'run.recovered']);
+      expect(after[0]).toMatchObject({ callId: 'toolu_01CHIKE6JFWYIkTUg274xhCE', runId });
+      if (method === 'stop') {
+        // Stopped: both calls settle without running and the run ends (it hung before).
+        expect(types.slice(2)).toEqual([
+          'run.stop.requested',
+          'tool.settled',
+          'tool.settled',
+          'run.ended',
+        ]);
+        expect(after.at(-1)).toMatchObject({ status: 'aborted', reason: 'stop_requested' });
+      } else {
+        // Steered: the run waits for a person to say what became of the indeterminate call.
+        expect(types.slice(2)).toEqual(['steering.received']);
+        expect(await runtime.pending(sessionId)).toMatchObject([
+          { callId: 'toolu_01CHIKE6JFWYIkTUg274xhCE', kind: 'indeterminate' },
+        ]);
+      }
+      // The call that was started when the process died never runs again.
+      expect(posts).toEqual([]);
+      await runtime.close();
+    },
+  );
+});

@@ -53,6 +53,8 @@ export function listFilesTool(
         .describe('Most entries to list'),
     }),
     permission: options.permission ?? 'allow',
+    // Reads only: running it again after a restart changes nothing.
+    idempotent: true,
     execute: async ({ path: requested, recursive, maxEntries: cap }) => {
       const target = workspace.resolveOrThrow(requested);
       const shown = displayPath(target.relative);

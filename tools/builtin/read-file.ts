@@ -47,6 +47,8 @@ export function readFileTool(
         .describe('Most bytes to read'),
     }),
     permission: options.permission ?? 'allow',
+    // Reads only: running it again after a restart changes nothing.
+    idempotent: true,
     execute: async ({ path, offset, limit }) => {
       const target = workspace.resolveOrThrow(path);
       const shown = displayPath(target.relative);

@@ -59,6 +59,8 @@ export function runCommandTool(
       cwd: workspace.pathSchema('Working directory relative to the workspace root').default('.'),
     }),
     permission: options.permission ?? 'ask',
+    // Neither idempotent nor able to tell whether it ran: a program's effects are its own, so
+    // a call that may have run waits for a person after a restart.
     secrets: () =>
       Object.values(options.env ?? {}).filter((value) => value.length >= minRedactedLength),
     // The runtime's timeout is a backstop; the command's own timeout reports its output.

@@ -34,6 +34,9 @@ export function writeFileTool(
       content: z.string().describe('The complete new content of the file'),
     }),
     permission: options.permission ?? 'ask',
+    // The whole content replaces the file (temp file + rename): writing the same content to the
+    // same path twice leaves what writing it once leaves.
+    idempotent: true,
     execute: async ({ path: requested, content }) => {
       const target = workspace.resolveOrThrow(requested);
       const outcome = await writeInside(workspace, target, content);

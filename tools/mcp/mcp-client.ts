@@ -92,6 +92,17 @@ export interface McpToolsOptions {
   /** Milliseconds before a call is cancelled and settles `error` (default 120 000). */
   timeoutMs?: number;
   /**
+   * Which of the server's hints make a tool idempotent (`Tool.idempotent`: a call that started
+   * and never settled runs again after a restart, without asking anyone):
+   * - `'readOnlyHint'` (default): a tool annotated `readOnlyHint: true`. Such a tool already runs
+   *   without asking (its default permission is `allow`), so trusting the claim again adds no trust.
+   * - `'readOnlyOrIdempotentHint'`: also a tool annotated `idempotentHint: true`. Only for
+   *   servers you trust: the hint is the server's word, and a write wrongly called idempotent
+   *   would take effect twice after a crash.
+   * - `'none'`: no tool; every call that may have run waits for a person.
+   */
+  idempotentFrom?: 'readOnlyHint' | 'readOnlyOrIdempotentHint' | 'none';
+  /**
    * Tool names chosen by you, keyed by MCP name, taken as they are (no `prefix`): to keep a tool
    * apart from another (`rename: { search: 'docs_search' }`), or to give a server's tool the
    * name of a built-in workspace tool on purpose (`rename: { readFile: 'readFile' }`; without

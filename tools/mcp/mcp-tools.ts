@@ -49,7 +49,7 @@ export async function mcpTools(
   client: McpClient,
   options: McpToolsOptions = {},
 ): Promise<Record<string, McpTool>> {
-  const { prefix, timeoutMs, onWarning } = checkOptions(client, options);
+  const { prefix, timeoutMs, onWarning, idempotentFrom } = checkOptions(client, options);
   const compile = await loadJsonSchemaCompiler();
   const listed = await listAllTools(client);
   const server = serverLabel(client);
@@ -70,6 +70,7 @@ export async function mcpTools(
       server,
       compile,
       timeoutMs,
+      idempotent: isIdempotent(info, idempotentFrom),
       permission: Object.hasOwn(options.permission ?? {}, info.name)
         ? options.permission?.[info.name]
         : undefined,
@@ -134,6 +135,7 @@ function mcpTool({
   server,
   compile,
   timeoutMs,
+  idempotent,
   permission,
 }: {
   client: McpClient;
@@ -142,6 +144,7 @@ function mcpTool({
   server: string;
   compile: JsonSchemaCompiler;
   timeoutMs: number;
+  idempotent: boolean;
   permission: ToolPermission<JsonObject> | undefined;
 }): McpTool {
   let inputSchema: ReturnType<typeof jsonSchemaInput>;
@@ -167,6 +170,7 @@ function mcpTool({
     // Annotations are hints from the server: only an explicit read-only claim skips the ask.
     permission: permission ?? (info.annotations?.readOnlyHint === true ? 'allow' : 'ask'),
     timeoutMs,
+    idempotent,
     execute: async (input, { signal }) => {
       if (client.transport === undefined) {
         throw new Error(
@@ -250,7 +254,14 @@ function checkOptions(client: McpClient, options: McpToolsOptions) {
     permission,
     rename,
     onWarning = warn,
+    idempotentFrom = 'readOnlyHint',
   } = options;
+  if (!['readOnlyHint', 'readOnlyOrIdempotentHint', 'none'].includes(idempotentFrom)) {
+    bad(
+      'options.idempotentFrom',
+      `is ${JSON.stringify(idempotentFrom)}; use 'readOnlyHint', 'readOnlyOrIdempotentHint' or 'none'`,
+    );
+  }
   if (typeof prefix !== 'string' || !/^[a-zA-Z0-9_-]{0,32}$/.test(prefix)) {
     bad('options.prefix', `is ${JSON.stringify(prefix)}; use up to 32 letters, digits, "_" or "-"`);
   }
@@ -284,7 +295,18 @@ function checkOptions(client: McpClient, options: McpToolsOptions) {
     );
   }
   if (typeof onWarning !== 'function') bad('options.onWarning', 'must be a function');
-  return { prefix, timeoutMs, onWarning };
+  return { prefix, timeoutMs, onWarning, idempotentFrom };
+}
+
+/** Whether the server's hints make the tool idempotent, as far as `idempotentFrom` trusts them. */
+function isIdempotent(
+  info: McpToolInfo,
+  idempotentFrom: NonNullable<McpToolsOptions['idempotentFrom']>,
+): boolean {
+  const hints = info.annotations;
+  if (idempotentFrom === 'none') return false;
+  if (hints?.readOnlyHint === true) return true;
+  return idempotentFrom === 'readOnlyOrIdempotentHint' && hints?.idempotentHint === true;
 }
 
 const toolName = /^[a-zA-Z0-9_-]{1,64}$/;

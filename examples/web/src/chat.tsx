@@ -43,6 +43,10 @@ function App() {
 
 function Chat({ sessionId, initial }: { sessionId: string; initial: TurnlogUIMessage[] }) {
   const [input, setInput] = useState('');
+  const [files, setFiles] = useState<FileList | undefined>();
+  const fileInput = useRef<HTMLInputElement>(null);
+  // The text of the last message sent: put back in the input if the server refused it (409).
+  const lastSent = useRef('');
   const [reconnecting, setReconnecting] = useState(false);
   const reconnect = useRef<() => void>(() => {});
   const chat = useChat<TurnlogUIMessage>({
@@ -55,6 +59,8 @@ function Chat({ sessionId, initial }: { sessionId: string; initial: TurnlogUIMes
     onFinish: ({ isDisconnect }) => {
       if (isDisconnect) reconnect.current();
     },
+    // A refused message (the run is not finished) is not in the log: give its text back.
+    onError: () => setInput((current) => (current === '' ? lastSent.current : current)),
   });
   const { messages, status, setMessages, resumeStream } = chat;
 
@@ -101,9 +107,10 @@ function Chat({ sessionId, initial }: { sessionId: string; initial: TurnlogUIMes
     return () => controller.abort();
   }, [waitingAt, reconnecting, sessionId, resumeStream, setMessages]);
 
+  // useChat's stop() only closes the stream: the run itself is stopped by chatHandler's route.
   async function stop() {
     // An action is JSON, or the server's trust layer refuses it (as it refuses a cross-site form).
-    await fetch(`/sessions/${encodeURIComponent(sessionId)}/stop`, {
+    await fetch(`/api/chat/${encodeURIComponent(sessionId)}/stop`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{}',
@@ -146,8 +153,11 @@ function Chat({ sessionId, initial }: { sessionId: string; initial: TurnlogUIMes
         onSubmit={(event) => {
           event.preventDefault();
           if (input.trim() === '' || unfinished) return;
-          void chat.sendMessage({ text: input });
+          lastSent.current = input;
+          void chat.sendMessage({ text: input, ...(files === undefined ? {} : { files }) });
           setInput('');
+          setFiles(undefined);
+          if (fileInput.current !== null) fileInput.current.value = '';
         }}
       >
         <input
@@ -157,8 +167,24 @@ function Chat({ sessionId, initial }: { sessionId: string; initial: TurnlogUIMes
           onChange={(event) => setInput(event.target.value)}
           disabled={unfinished || reconnecting}
         />
+        <input
+          ref={fileInput}
+          type="file"
+          accept="image/*"
+          multiple
+          aria-label="attach images"
+          onChange={(event) => setFiles(event.target.files ?? undefined)}
+          disabled={unfinished || reconnecting}
+        />
         <button type="submit" disabled={unfinished || reconnecting || input.trim() === ''}>
           Send
+        </button>
+        <button
+          type="button"
+          onClick={() => void chat.regenerate()}
+          disabled={unfinished || reconnecting || lastRun === undefined}
+        >
+          Regenerate
         </button>
         <button type="button" onClick={() => void stop()} disabled={!unfinished || reconnecting}>
           Stop

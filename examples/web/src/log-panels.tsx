@@ -5,7 +5,7 @@ import { useMemo } from 'react';
 import type { JsonValue, ModelMessage, TurnReadModel } from '../../../index.ts';
 import type { RequestAtSeq, StateAtSeq } from '../server/log-view.ts';
 import type { MachineChart } from '../server/machine-chart.ts';
-import { layoutChart } from './chart-layout.ts';
+import { type Edge, layoutChart } from './chart-layout.ts';
 
 /** The turn machine's chart, the selected fact's state highlighted with its ancestors. */
 export function ChartView({ chart, state }: { chart: MachineChart; state: StateAtSeq }) {
@@ -58,25 +58,53 @@ export function ChartView({ chart, state }: { chart: MachineChart; state: StateA
             </text>
           </g>
         ))}
-        {layout.edges.map((edge) => (
-          <g
-            key={`${edge.source}>${edge.target}`}
-            className={`edge ${leaving(edge.source) ? 'leaving' : ''}`}
-          >
-            <title>
-              {edge.source} — {edge.events.join(' | ')} → {edge.target}
-            </title>
-            <path d={edge.path} markerEnd="url(#arrow)" />
-            {leaving(edge.source) && (
-              <text x={edge.label.x} y={edge.label.y} textAnchor="middle">
-                {edge.events.join(' | ')}
-              </text>
-            )}
-          </g>
+        {/* The arrows leaving the current state last, over the others they share lines with. */}
+        {[...layout.edges]
+          .sort((left, right) => Number(leaving(left.source)) - Number(leaving(right.source)))
+          .map((edge) => (
+            <g
+              key={`${edge.source}>${edge.target}`}
+              className={`edge ${leaving(edge.source) ? 'leaving' : ''}`}
+            >
+              <title>
+                {edge.source} — {edge.events.join(' | ')} → {edge.target}
+              </title>
+              <path d={edge.path} markerEnd="url(#arrow)" />
+            </g>
+          ))}
+        {/* One label per target of the leaving arrows (a state's and its parent's may share one). */}
+        {[
+          ...labels(
+            layout.edges.filter((edge) => leaving(edge.source)),
+            layout.width,
+          ),
+        ].map(([target, { x, y, events }]) => (
+          <text key={target} className="edge-label" x={x} y={y} textAnchor="start">
+            {events.join(' | ')}
+          </text>
         ))}
       </svg>
     </section>
   );
+}
+
+/**
+ * The labels of `edges` by target: each target's events, once each, at its label's place, moved
+ * left as far as a label longer than the room to the chart's right edge needs.
+ */
+function labels(edges: Edge[], width: number) {
+  const byTarget = new Map<string, { x: number; y: number; events: string[] }>();
+  for (const edge of edges) {
+    const label = byTarget.get(edge.target) ?? { ...edge.label, events: [] };
+    for (const event of edge.events) if (!label.events.includes(event)) label.events.push(event);
+    byTarget.set(edge.target, label);
+  }
+  // About 6 px a character at the labels' 10.5 px.
+  for (const label of byTarget.values()) {
+    const length = label.events.join(' | ').length * 6;
+    label.x = Math.max(0, Math.min(label.x, width - length));
+  }
+  return byTarget;
 }
 
 /** The run of the selected fact in the read model `projectTurn` made of the facts through it. */

@@ -1,7 +1,9 @@
 // The log viewer: one session's facts as a timeline, a scrubber over `seq`, and at the selected
 // fact the machine's state on its chart, the read model and the request the model was (or would
 // next be) sent — all computed by the server from the log (examples/web/server/log-routes.ts).
-import { StrictMode, useEffect, useState } from 'react';
+// While the session's last run is unfinished the page reads the log again every second, so it
+// follows a live run's states with nothing from the internet (the Stately inspector needs it).
+import { StrictMode, useCallback, useEffect, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import type { Fact, LogDamage, StoreFinding } from '../../../index.ts';
 import type { LogViewAtSeq } from '../server/log-view.ts';
@@ -20,6 +22,18 @@ interface SessionLog {
     indeterminate?: string[];
     damage?: string[];
   }[];
+}
+
+/** How often a page following a live run reads the log again. */
+const followEveryMs = 1_000;
+
+/** Whether the session's last run has no `run.ended` yet. */
+function lastRunUnfinished(facts: readonly Fact[]): boolean {
+  const started = facts.findLast((fact) => fact.type === 'run.started');
+  return (
+    started !== undefined &&
+    !facts.some((fact) => fact.type === 'run.ended' && fact.runId === started.runId)
+  );
 }
 
 async function getJson<T>(path: string): Promise<T> {
@@ -98,15 +112,56 @@ function Session({
   const [seq, setSeq] = useState<number | undefined>(initialSeq);
   const [view, setView] = useState<LogViewAtSeq>();
   const [error, setError] = useState<string>();
+  // The last seq read: a selection on it moves on with the log (the page follows the run).
+  const lastRead = useRef<number | undefined>(undefined);
+  const timeline = useRef<HTMLOListElement>(null);
+  const read = useCallback(
+    () =>
+      getJson<SessionLog>(`/sessions/${encodeURIComponent(session)}/log`).then(
+        (loaded) => {
+          const last = loaded.facts.at(-1)?.seq;
+          const previous = lastRead.current;
+          lastRead.current = last;
+          setLog(loaded);
+          setSeq((current) => (current === undefined || current === previous ? last : current));
+        },
+        (cause: Error) => setError(cause.message),
+      ),
+    [session],
+  );
   useEffect(() => {
-    getJson<SessionLog>(`/sessions/${encodeURIComponent(session)}/log`).then(
-      (loaded) => {
-        setLog(loaded);
-        setSeq((current) => current ?? loaded.facts.at(-1)?.seq);
-      },
-      (cause: Error) => setError(cause.message),
-    );
-  }, [session]);
+    read();
+  }, [read]);
+  const following = log !== undefined && lastRunUnfinished(log.facts);
+  useEffect(() => {
+    if (!following) return;
+    const timer = setInterval(read, followEveryMs);
+    return () => clearInterval(timer);
+  }, [following, read]);
+  // Whether the timeline was fitted to the window once (on open).
+  const fitted = useRef(false);
+  useEffect(() => {
+    // Runs again when the log grows: the list holds new facts, maybe the selected one.
+    if (log === undefined) return;
+    const list = timeline.current;
+    const selected = list?.querySelector<HTMLElement>(`button[data-seq="${seq}"]`);
+    if (list === null || selected === null || selected === undefined) return;
+    // On open, once the chart above it is drawn (it comes with the view and moves the list), the
+    // list ends inside the window: the last fact, selected, is at its bottom, not off-screen.
+    if (!fitted.current && view?.seq === seq) {
+      fitted.current = true;
+      const room = window.innerHeight - list.getBoundingClientRect().top - 8;
+      if (room >= 160) list.style.maxHeight = `${room}px`;
+    }
+    // The selected fact in view inside the timeline (the page itself does not move).
+    const top = selected.offsetTop - list.offsetTop;
+    if (top < list.scrollTop || top + selected.offsetHeight > list.scrollTop + list.clientHeight) {
+      list.scrollTop = top - list.clientHeight / 2;
+    }
+    if (selected.getBoundingClientRect().bottom > window.innerHeight) {
+      selected.scrollIntoView({ block: 'nearest' });
+    }
+  }, [seq, log, view]);
   useEffect(() => {
     if (seq === undefined) return;
     setQuery({ seq: String(seq) });
@@ -145,10 +200,15 @@ function Session({
         <output data-testid="selected-seq">
           seq {seq} of {seqs.at(-1)}
         </output>
+        {following && (
+          <span className="live" data-testid="following">
+            following the live run
+          </span>
+        )}
       </section>
       {view !== undefined && view.seq === seq && <ChartView chart={chart} state={view.state} />}
       <div className="columns">
-        <ol className="timeline" aria-label="timeline">
+        <ol className="timeline" aria-label="timeline" ref={timeline}>
           {log.facts.map((fact) => (
             <li key={fact.id}>
               <button
@@ -184,6 +244,9 @@ function Session({
 
 function Findings({ log }: { log: SessionLog }) {
   const recovered = log.recovered;
+  // What recover() found at start may be over by now: say how the run ended since.
+  const endedSince = (runId: string) =>
+    log.facts.find((fact) => fact.type === 'run.ended' && fact.runId === runId);
   if (log.damage.length === 0 && log.storeFindings.length === 0 && recovered.length === 0)
     return null;
   return (
@@ -191,8 +254,7 @@ function Findings({ log }: { log: SessionLog }) {
       {recovered.map((run) => (
         <p key={run.runId}>
           Recovered at start: run <code>{run.runId}</code> was interrupted in{' '}
-          <code>{run.interruptedIn}</code>;{' '}
-          {run.status === 'damaged' ? 'it cannot be resumed as it is.' : `it is ${run.status}.`}
+          <code>{run.interruptedIn}</code>; {recoveredStatus(run.status, endedSince(run.runId))}
           {run.indeterminate !== undefined &&
             run.indeterminate.length > 0 &&
             ` Indeterminate: ${run.indeterminate.join(', ')}.`}
@@ -210,6 +272,13 @@ function Findings({ log }: { log: SessionLog }) {
       ))}
     </section>
   );
+}
+
+/** The recovered run's status then, and its end since, if it ended. */
+function recoveredStatus(status: string, ended: Fact | undefined): string {
+  if (status === 'damaged') return 'it cannot be resumed as it is.';
+  if (ended?.type !== 'run.ended') return `it is ${status}.`;
+  return `it was ${status}, and has since ended ${ended.status} (seq ${ended.seq}).`;
 }
 
 createRoot(document.getElementById('root') as HTMLElement).render(

@@ -47,6 +47,14 @@ export function MessageView({
                 {part.parts.map((inner) => (inner.type === 'text' ? inner.text : '')).join('')}
               </p>
             );
+          case 'file':
+            return part.mediaType.startsWith('image/') ? (
+              <img key={key} className="attachment" src={part.url} alt={part.filename ?? 'image'} />
+            ) : (
+              <p key={key} className="attachment">
+                {part.filename ?? part.mediaType}
+              </p>
+            );
           case 'step-start':
             return index === 0 ? null : <hr key={key} />;
           default:
@@ -96,6 +104,7 @@ function ToolView({
             : stateLabels[part.state]}
         </span>
         {byProvider && <span className="muted"> run by the provider</span>}
+        {part.title !== undefined && <span className="title"> {part.title}</span>}
       </header>
       <pre className="input">{JSON.stringify(part.input)}</pre>
       {part.state === 'approval-requested' && approval !== undefined && (

@@ -41,9 +41,28 @@ export function createToolLog(
     return true;
   };
 
+  // One append for several facts, as the run driver's commitAll.
+  const commitAll = async (drafts: readonly ProposedFact[]): Promise<boolean[]> => {
+    if (!accepting) return drafts.map(() => false);
+    const built = drafts.map((draft) => {
+      counter += 1;
+      return newFact(draft, {
+        at: '2026-01-01T00:00:00.000Z',
+        sessionId,
+        runId,
+        id: draft.id ?? `fact_${counter}`,
+      });
+    });
+    const { appended } = await store.append(sessionId, built);
+    facts = [...facts, ...appended];
+    const taken = new Set(appended.map((fact) => fact.id));
+    return built.map((fact) => taken.has(fact.id));
+  };
+
   return {
     store,
     commit,
+    commitAll,
     limits,
     /** The run's abort controller (stop). */
     controller,
@@ -80,6 +99,7 @@ export function createToolLog(
         limits,
         signal: controller.signal,
         commit,
+        commitAll,
         facts: facts,
         ...overrides,
       };
