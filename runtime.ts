@@ -316,13 +316,15 @@ class DefaultRuntime implements Runtime {
       new WorkerTenure({
         ...parts.worker,
         random,
+        now: parts.now,
         generateId,
         closed: this.#closing.signal,
         runs: () => this.#runs,
         telemetry: parts.telemetry,
       });
     this.#runs = new LiveRuns({
-      store,
+      // A worker's drivers append through it: renewals due are made around each append.
+      store: parts.worker && this.#worker ? this.#worker.renewingAround(parts.worker.store) : store,
       adapter: parts.adapter,
       tools: parts.tools,
       system: parts.system,

@@ -68,6 +68,8 @@ export interface RunLeases {
   /**
    * Extends live leases by `leaseMs` from now, all in one statement. A lease that expired, was
    * released or taken over is not renewed: it is in `lost`, and its holder must stop driving it.
+   * A live lease an append of its holder is writing under right now is in neither list (it is
+   * renewed at the next call): one long append never holds up the renewal of the others.
    */
   renewLeases(options: {
     leases: readonly RunLease[];

@@ -179,8 +179,12 @@ async function appendIfBelieved(
       : '';
   // An AND may stop at any part that is not true, but a true one evaluated every part: when
   // `holds` is true, the count read (so locked FOR SHARE) every lease row of the runs.
+  // `live` as of the message's arrival (statement_timestamp()), before the server parsed it:
+  // the exact path too judges the lease before it sends the facts. A 50 MB fact took longer to
+  // parse than a short lease, so it was refused by its own size (issue 26, defect 5). Safe: a
+  // takeover meanwhile changed the epoch, and once the row is locked none can commit before us.
   const belief = `WITH leased AS MATERIALIZED (
-      SELECT ${leaseColumns()} FROM ${schema.sql}.leases
+      SELECT ${leaseColumns('', 'statement_timestamp()')} FROM ${schema.sql}.leases
       WHERE session_id = ${session} AND run_id IN (${runs})
       FOR SHARE
     ), belief AS MATERIALIZED (
@@ -222,7 +226,7 @@ async function lockedState(
        ON CONFLICT (session_id) DO NOTHING;
      SELECT last_seq FROM ${schema.sql}.sessions WHERE session_id = ${session} FOR UPDATE;
      WITH leased AS (
-       SELECT ${leaseColumns()} FROM ${schema.sql}.leases
+       SELECT ${leaseColumns('', 'statement_timestamp()')} FROM ${schema.sql}.leases
        WHERE session_id = ${session} AND run_id IN (SELECT json_array_elements_text(${runIds}::json))
        FOR SHARE
      )

@@ -18,14 +18,15 @@ import {
 
 /**
  * The columns of a lease row (of `table`, when the query names several) as `leaseStateOf` reads them. Every time is the database's clock
- * (`clock_timestamp()`, not the transaction's start), so all workers judge expiry by one clock.
+ * (`clock_timestamp()`, not the transaction's start), so all workers judge expiry by one clock;
+ * `now` is the moment `live` is judged at (the fast append: when its message arrived).
  */
-export function leaseColumns(table = ''): string {
+export function leaseColumns(table = '', now = 'clock_timestamp()'): string {
   const column = (name: string) => (table === '' ? name : `${table}.${name}`);
   return `${column('session_id')} AS session_id, ${column('run_id')} AS run_id,
     ${column('worker_id')} AS worker_id, ${column('epoch')} AS epoch,
     (extract(epoch FROM ${column('expires_at')}) * 1000)::float8 AS expires_at_ms,
-    (${column('worker_id')} IS NOT NULL AND ${column('expires_at')} > clock_timestamp()) AS live`;
+    (${column('worker_id')} IS NOT NULL AND ${column('expires_at')} > ${now}) AS live`;
 }
 
 /** A lease row as `RunLeaseState`. */
@@ -143,13 +144,32 @@ export class PostgresLeases implements RunLeases {
     const leases = [...options.leases];
     for (const lease of leases) checkLease(lease, 'renewLeases');
     if (leases.length === 0) return { renewed: [], lost: [] };
+    // A lease row an append holds (FOR SHARE, until it commits) is skipped, not waited for: a
+    // renewal waiting behind a long append let every other lease of the worker lapse (issue 26,
+    // defect 5). A skipped row still live and still this worker's is `busy`: neither list.
     const { rows } = await this.#pool.query(
-      `UPDATE ${this.#table} AS lease SET expires_at = ${until('$5')}
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS mine(session_id, run_id, worker_id, epoch)
-       WHERE lease.session_id = mine.session_id AND lease.run_id = mine.run_id
+      `WITH mine AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[])
+           AS mine(session_id, run_id, worker_id, epoch)
+       ), free AS (
+         SELECT lease.session_id, lease.run_id FROM ${this.#table} AS lease
+         JOIN mine ON lease.session_id = mine.session_id AND lease.run_id = mine.run_id
+           AND lease.worker_id = mine.worker_id AND lease.epoch = mine.epoch
+         FOR NO KEY UPDATE OF lease SKIP LOCKED
+       ), renewed AS (
+         UPDATE ${this.#table} AS lease SET expires_at = ${until('$5')}
+         FROM free WHERE lease.session_id = free.session_id AND lease.run_id = free.run_id
+           AND lease.expires_at > clock_timestamp()
+         RETURNING ${leaseColumns('lease')}
+       )
+       SELECT renewed.*, false AS busy FROM renewed
+       UNION ALL
+       SELECT ${leaseColumns('lease')}, true AS busy FROM ${this.#table} AS lease
+       JOIN mine ON lease.session_id = mine.session_id AND lease.run_id = mine.run_id
          AND lease.worker_id = mine.worker_id AND lease.epoch = mine.epoch
-         AND lease.expires_at > clock_timestamp()
-       RETURNING ${leaseColumns('lease')}`,
+       WHERE lease.expires_at > clock_timestamp()
+         AND NOT EXISTS (SELECT 1 FROM free
+                         WHERE free.session_id = lease.session_id AND free.run_id = lease.run_id)`,
       [
         leases.map((lease) => lease.sessionId),
         leases.map((lease) => lease.runId),
@@ -158,10 +178,11 @@ export class PostgresLeases implements RunLeases {
         options.leaseMs,
       ],
     );
-    const renewed = rows.map(leaseFromRow);
-    const key = (lease: RunLease) => JSON.stringify([lease.sessionId, lease.runId]);
-    const renewedKeys = new Set(renewed.map(key));
-    return { renewed, lost: leases.filter((lease) => !renewedKeys.has(key(lease))) };
+    const key = (lease: { sessionId: string; runId: string }) =>
+      JSON.stringify([lease.sessionId, lease.runId]);
+    const renewed = rows.filter((row) => row.busy !== true).map(leaseFromRow);
+    const kept = new Set(rows.map((row) => key(leaseFromRow(row))));
+    return { renewed, lost: leases.filter((lease) => !kept.has(key(lease))) };
   }
 
   async releaseLease(options: { lease: RunLease; handOver?: boolean }): Promise<boolean> {

@@ -415,6 +415,11 @@ export { done };
         }),
       );
       const tsc = join(root, 'node_modules', compiler, 'bin', 'tsc');
+      // TypeScript 7 dropped moduleResolution "node"; the devDependency typescript-5 checks it.
+      expect(
+        existsSync(tsc),
+        `${compiler} is not installed: run npm install (package.json lists it as a devDependency)`,
+      ).toBe(true);
       const result = await run(process.execPath, [tsc, '-p', folder, '--pretty', 'false'], {
         cwd: folder,
       }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));

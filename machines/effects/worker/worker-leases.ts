@@ -53,6 +53,8 @@ export interface WorkerLeasesOptions {
   leaseMs: number;
   /** Randomness in [0, 1): the takeover scan's jitter, so workers do not scan in step. */
   random: () => number;
+  /** A clock in milliseconds (the runtime's `now`): when a renewal is due before an append. */
+  now: () => number;
   /** A held lease is gone (a renewal found it expired, released or taken over). */
   onLost: (lease: RunLease) => void;
   /** The scan took over a run whose lease had expired (or was handed over): drive it. */
@@ -79,7 +81,9 @@ export class WorkerLeases {
   readonly #renewTimer: ReturnType<typeof setInterval>;
   #scanTimer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
-  #renewing = false;
+  #renewing: Promise<void> | undefined;
+  // When the last renewal that went through was sent (`now()`); its leases run from about then.
+  #renewedAt = Number.NEGATIVE_INFINITY;
   #scanning = false;
 
   constructor(options: WorkerLeasesOptions) {
@@ -93,6 +97,18 @@ export class WorkerLeases {
     );
     this.#renewTimer.unref();
     this.#scheduleScan();
+  }
+
+  /**
+   * Renews now when a renewal is due (`leaseMs / 3` since the last one went through), waiting
+   * for one in flight. Called before and after each append of a run driven here: a long append
+   * (a large fact: its JSON, its redaction, its SQL, all on the event loop) blocks the renewal
+   * timer, and a lease due for renewal then lapsed under the append, which its own worker then
+   * took over (issue 26, defect 5). Never throws: a failed renewal is reported as the timer's is.
+   */
+  async renewIfDue(): Promise<void> {
+    if (this.#options.now() - this.#renewedAt < this.leaseMs / 3) return;
+    await this.#renew();
   }
 
   /** The lease this worker holds on a run, if any. */
@@ -153,13 +169,22 @@ export class WorkerLeases {
     this.#scanTimer.unref();
   }
 
-  /** Renews every held lease in one statement; a lease found gone is forgotten and reported. */
-  async #renew(): Promise<void> {
-    if (this.#renewing || this.#closed || this.#held.size === 0) return;
-    this.#renewing = true;
+  /** Renews every held lease in one statement (one at a time: a call meanwhile waits for it). */
+  #renew(): Promise<void> {
+    if (this.#closed || this.#held.size === 0) return Promise.resolve();
+    this.#renewing ??= this.#renewHeld().finally(() => {
+      this.#renewing = undefined;
+    });
+    return this.#renewing;
+  }
+
+  /** Renews every held lease; a lease found gone is forgotten and reported. */
+  async #renewHeld(): Promise<void> {
     try {
+      const sentAt = this.#options.now();
       const leases = [...this.#held.values()];
       const { renewed, lost } = await this.#store.renewLeases({ leases, leaseMs: this.leaseMs });
+      this.#renewedAt = sentAt;
       for (const lease of renewed) {
         // Only a lease still held as it was sent (not released or replaced meanwhile).
         if (this.#held.get(lease.runId)?.epoch === lease.epoch) this.#held.set(lease.runId, lease);
@@ -172,8 +197,6 @@ export class WorkerLeases {
     } catch (error) {
       this.#options.onRenewalFailed?.(this.#held.size);
       if (!this.#closed) this.#options.onError(error);
-    } finally {
-      this.#renewing = false;
     }
   }
 

@@ -19,6 +19,8 @@ export interface WorkerTenureOptions {
   leaseMs: number;
   random: () => number;
   generateId: IdGenerator;
+  /** The runtime's clock in milliseconds. */
+  now: () => number;
   /** Raised when the runtime closes: the worker's warnings stop, and waiting requests end. */
   closed: AbortSignal;
   /** The live runs, read when a lease event or a request comes (they are built with this worker). */
@@ -63,6 +65,7 @@ export class WorkerTenure implements RunTenure {
       workerId: id,
       leaseMs,
       random: options.random,
+      now: options.now,
       onLost: (lease) => {
         telemetry?.renewalsMissed(1);
         this.#lost(lease);
@@ -80,6 +83,28 @@ export class WorkerTenure implements RunTenure {
       generateId: (prefix) => `${id}:${generateId(prefix)}`,
       runs,
       closed: options.closed,
+    });
+  }
+
+  /**
+   * The store as this worker's drivers append to it: a renewal that is due is made before and
+   * after each append (`WorkerLeases.renewIfDue`), so a long append never lets a lease lapse
+   * for want of a renewal its timer could not make.
+   */
+  renewingAround(store: SharedStore): SharedStore {
+    const leases = this.#leases;
+    return new Proxy(store, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target);
+        if (typeof value !== 'function') return value;
+        if (key !== 'append') return value.bind(target);
+        return async (...args: Parameters<SharedStore['append']>) => {
+          await leases.renewIfDue();
+          const result = await target.append(...args);
+          await leases.renewIfDue();
+          return result;
+        };
+      },
     });
   }
 

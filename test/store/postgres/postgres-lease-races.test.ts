@@ -39,6 +39,35 @@ describe('postgresStore leases: appends racing lease changes', () => {
     expect(await f.ids(f.w2)).toEqual(['f1']);
   });
 
+  it.each([
+    ['the fast path', { expectedSeq: 1 }],
+    ['the exact path', {}],
+  ])(
+    'stores an append whose lease ran out while it waited on the session, nobody having taken the run (%s)',
+    async (_path, options) => {
+      // The lease is judged when the append's message arrived: a 50 MB fact took longer to reach
+      // its lock than a short lease lasts, and was refused for its own size (issue 26, defect 5).
+      const old = await f.acquired(f.w1, 'f.w1');
+      await f.w1.append('session_a', [under(old, a.runStarted('f1', 'run_1'))]);
+      const blocker = await f.admin.connect();
+      await blocker.query('BEGIN');
+      await blocker.query(
+        `SELECT 1 FROM "${f.database.schema}".sessions WHERE session_id = 'session_a' FOR UPDATE`,
+      );
+      const late = f.w1.append('session_a', [under(old, a.steering('f2', 'run_1'))], options);
+      await waitForLockWait(f.admin);
+      // Runs out now: after the append's message arrived, before it reached the lease.
+      await f.admin.query(
+        `UPDATE "${f.database.schema}".leases SET expires_at = clock_timestamp() WHERE session_id = 'session_a'`,
+      );
+      expect((await f.w2.leaseOf({ sessionId: 'session_a', runId: 'run_1' }))?.live).toBe(false);
+      await blocker.query('COMMIT');
+      blocker.release();
+      expect((await late).lastSeq).toBe(2);
+      expect(await f.ids(f.w2)).toEqual(['f1', 'f2']);
+    },
+  );
+
   it('makes a takeover wait for an append of the old epoch that passed its lease check, so the new holder reads it', async () => {
     const gate = gatedCommits(f.database.url);
     const slow = f.database.open({ pool: gate.pool });
@@ -71,6 +100,31 @@ describe('postgresStore leases: appends racing lease changes', () => {
     expect(await acquire).toMatchObject({ acquired: true, lease: { workerId: 'f.w2', epoch: 2 } });
     expect(order).toEqual(['f.w1 committed', 'f.w2 acquired']);
     expect(await f.ids(f.w2)).toEqual(['f1']);
+    await gate.end();
+  });
+
+  it('renews the other leases at once while an append holds one, which is in neither list', async () => {
+    // Issue 26, defect 5: the renewal waited behind a long append's lock on one lease row, and
+    // every other lease of the worker lapsed meanwhile.
+    const gate = gatedCommits(f.database.url);
+    const slow = f.database.open({ pool: gate.pool });
+    const attempt = (sessionId: string) =>
+      slow.acquireLease({ sessionId, runId: 'run_1', workerId: 'f.w1', leaseMs: 60_000 });
+    const held = (await attempt('session_a')) as { acquired: true; lease: RunLease };
+    const other = (await attempt('session_b')) as { acquired: true; lease: RunLease };
+    gate.hold();
+    const append = slow.append('session_a', [under(held.lease, a.runStarted('f1', 'run_1'))]);
+    await gate.reached;
+    const renewal = await f.w1.renewLeases({ leases: [held.lease, other.lease], leaseMs: 60_000 });
+    expect(renewal.renewed.map((lease) => lease.sessionId)).toEqual(['session_b']);
+    expect(renewal.lost).toEqual([]);
+    gate.release();
+    await append;
+    const after = await f.w1.renewLeases({ leases: [held.lease, other.lease], leaseMs: 60_000 });
+    expect(after.renewed.map((lease) => lease.sessionId).sort()).toEqual([
+      'session_a',
+      'session_b',
+    ]);
     await gate.end();
   });
 
