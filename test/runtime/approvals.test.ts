@@ -10,11 +10,7 @@ import { NoActiveRunError } from '../../runtime-errors.ts';
 import type { EventStore } from '../../store/event-store.ts';
 import { memoryStore } from '../../store/memory/memory-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
-import {
-  DecisionConflictError,
-  DecisionMismatchError,
-  UnknownDecisionError,
-} from '../../tools/permission-policy.ts';
+import { DecisionConflictError, DecisionMismatchError } from '../../tools/permission-policy.ts';
 import { testSchema } from '../helpers/postgres.ts';
 import { isFactOf, until } from './runtime-helpers.ts';
 
@@ -34,7 +30,12 @@ function model() {
   const step = (call: LanguageModelV4CallOptions) =>
     call.prompt.some((message) => message.role === 'tool')
       ? { text: 'Charged.' }
-      : { toolCalls: [{ id: 'call_c', name: 'charge', input: { cents: 500 } }] };
+      : {
+          toolCalls: [
+            { id: 'call_a', name: 'charge', input: { cents: 500 } },
+            { id: 'call_b', name: 'charge', input: { cents: 700 } },
+          ],
+        };
   return scriptedModel(Array.from({ length: 10 }, () => step));
 }
 
@@ -53,8 +54,12 @@ function chargeTool(executions: number[]) {
 interface Setup {
   /** The runtime the run starts on. */
   first: Runtime;
-  /** After a crash (one process: a new runtime on the store) or a takeover (another worker). */
-  second(): Promise<Runtime>;
+  /**
+   * After a crash (one process: a new runtime on the store recovers the run; the first is
+   * dead) or a takeover (another worker): `runtime`, and `other`, where a second decision comes
+   * from (one process: the same runtime; workers: the first worker).
+   */
+  second(): Promise<{ runtime: Runtime; other: Runtime }>;
   executions: number[];
 }
 
@@ -84,7 +89,7 @@ const setups: [string, () => Setup][] = [
           // The first process is abandoned (never closed); the second recovers the run.
           const next = runtime();
           await next.recover();
-          return next;
+          return { runtime: next, other: next };
         },
       };
     },
@@ -111,7 +116,8 @@ const setups: [string, () => Setup][] = [
         runtimes.push(runtime);
         return runtime;
       };
-      return { first: worker('a'), executions, second: async () => worker('b') };
+      const first = worker('a');
+      return { first, executions, second: async () => ({ runtime: worker('b'), other: first }) };
     },
   ],
 ];
@@ -125,89 +131,101 @@ function approvalIds(facts: readonly Fact[]): string[] {
   );
 }
 
+/** The run's `run.ended`, once it is in the log. */
+async function ended(runtime: Runtime) {
+  await expect
+    .poll(async () => (await runtime.facts('s1')).at(-1)?.type, { timeout: 20_000 })
+    .toBe('run.ended');
+  return (await runtime.facts('s1')).at(-1);
+}
+
 describe.each(setups)('approvals (%s)', (_name, setup) => {
   async function asked(runtime: Runtime) {
-    const turn = await runtime.send({ sessionId: 's1', text: 'charge 5' });
+    const turn = await runtime.send({ sessionId: 's1', text: 'charge 5 and 7' });
     await until(turn, isFactOf('tool.permission.requested'));
-    const [pending] = await runtime.pending('s1');
-    if (pending === undefined) throw new Error('nothing pending');
-    return { turn, pending };
+    await expect.poll(async () => (await runtime.pending('s1')).length).toBe(2);
+    const [a, b] = await runtime.pending('s1');
+    if (a === undefined || b === undefined) throw new Error('nothing pending');
+    return { a, b };
   }
+  const decision = (
+    pending: { callId: string; inputHash: string },
+    verdict: 'allow' | 'deny' = 'allow',
+  ) => ({
+    sessionId: 's1',
+    callId: pending.callId,
+    decision: verdict,
+    inputHash: pending.inputHash,
+  });
 
-  it('1. keeps the approval id and the pending decision across a crash or a takeover', async () => {
+  it('1. keeps the approval ids and the pending decisions across a crash or a takeover', async () => {
     const { first, second } = setup();
-    const { pending } = await asked(first);
+    const { a, b } = await asked(first);
     const before = approvalIds(await first.facts('s1'));
-    expect(before).toHaveLength(1);
-    const next = await second();
-    expect(await next.pending('s1')).toEqual([pending]);
-    expect(approvalIds(await next.facts('s1'))).toEqual(before);
+    expect(before).toHaveLength(2);
+    const { runtime } = await second();
+    expect(await runtime.pending('s1')).toEqual([a, b]);
+    expect(approvalIds(await runtime.facts('s1'))).toEqual(before);
   });
 
   it('2. applies a decision only to the input hash it was shown', async () => {
     const { first, second, executions } = setup();
-    const { pending } = await asked(first);
-    const next = await second();
-    const wrong = { sessionId: 's1', callId: pending.callId, decision: 'allow' as const };
-    await expect(next.decide({ ...wrong, inputHash: 'sha256:0000' })).rejects.toSatisfy(
+    const { a, b } = await asked(first);
+    const { runtime } = await second();
+    // b's hash on a's call: it was shown another input.
+    await expect(runtime.decide({ ...decision(a), inputHash: b.inputHash })).rejects.toSatisfy(
       DecisionMismatchError.isInstance,
     );
     expect(executions).toEqual([]);
-    expect(await next.pending('s1')).toEqual([pending]);
+    expect(await runtime.pending('s1')).toEqual([a, b]);
   });
 
-  it('3. uses a decision once: the call runs once, the same decision again is a no-op, another is refused', async () => {
+  it('3. uses a decision once: the same decision again is a no-op, the call runs once', async () => {
     const { first, second, executions } = setup();
-    const { turn, pending } = await asked(first);
-    const next = await second();
-    const decision = {
-      sessionId: 's1',
-      callId: pending.callId,
-      decision: 'allow' as const,
-      inputHash: pending.inputHash,
-    };
-    await next.decide(decision);
-    expect(await turn.done).toMatchObject({ status: 'completed', text: 'Charged.' });
-    await first.decide(decision);
-    await expect(first.decide({ ...decision, decision: 'deny' })).rejects.toSatisfy(
+    const { a, b } = await asked(first);
+    const { runtime, other } = await second();
+    await runtime.decide(decision(a));
+    await other.decide(decision(a));
+    await runtime.decide(decision(b));
+    expect(await ended(runtime)).toMatchObject({ status: 'completed' });
+    expect(executions.sort()).toEqual([500, 700]);
+    const decided = (await runtime.facts('s1')).filter(isFactOf('tool.permission.decided'));
+    expect(decided).toHaveLength(2);
+  });
+
+  it('4. refuses a decision for a call another decision settled, and any decision after the run ended', async () => {
+    const { first, second, executions } = setup();
+    const { a, b } = await asked(first);
+    const { runtime, other } = await second();
+    await runtime.decide(decision(a, 'deny'));
+    // The run still waits for b: a's decision is in the log, and another one is refused.
+    await expect(other.decide(decision(a, 'allow'))).rejects.toSatisfy(
       DecisionConflictError.isInstance,
     );
-    expect(executions).toEqual([500]);
-    const decided = (await next.facts('s1')).filter(isFactOf('tool.permission.decided'));
-    expect(decided).toHaveLength(1);
-  });
-
-  it('4. refuses a decision after the run ended, and for a call another decision settled', async () => {
-    const { first, second, executions } = setup();
-    const { turn, pending } = await asked(first);
-    const next = await second();
-    await next.decide({ sessionId: 's1', callId: pending.callId, decision: 'deny' });
-    expect(await turn.done).toMatchObject({ status: 'completed' });
-    await expect(
-      first.decide({ sessionId: 's1', callId: pending.callId, decision: 'allow' }),
-    ).rejects.toSatisfy(DecisionConflictError.isInstance);
-    await expect(
-      first.decide({ sessionId: 's1', callId: 'call_other', decision: 'allow' }),
-    ).rejects.toSatisfy(
-      (error) => UnknownDecisionError.isInstance(error) || NoActiveRunError.isInstance(error),
-    );
+    await runtime.decide(decision(b, 'deny'));
+    expect(await ended(runtime)).toMatchObject({ status: 'completed' });
+    await expect(other.decide(decision(b, 'allow'))).rejects.toSatisfy(NoActiveRunError.isInstance);
     expect(executions).toEqual([]);
   });
 
   it('5. refuses a decision that loses a race with a stop with NoActiveRunError', async () => {
     const { first, second, executions } = setup();
-    const { turn, pending } = await asked(first);
-    const next = await second();
-    await next.stop({ sessionId: 's1', reason: 'changed my mind' });
-    await expect(
-      first.decide({
-        sessionId: 's1',
-        callId: pending.callId,
-        decision: 'allow',
-        inputHash: pending.inputHash,
-      }),
-    ).rejects.toSatisfy(NoActiveRunError.isInstance);
-    expect(await turn.done).toMatchObject({ status: 'aborted', reason: 'stop_requested' });
+    const { a, b } = await asked(first);
+    const { runtime, other } = await second();
+    // Raced: the stop and the decision sent at once, from two places.
+    const [stopped, decided] = await Promise.allSettled([
+      runtime.stop({ sessionId: 's1', reason: 'changed my mind' }),
+      other.decide(decision(a)),
+    ]);
+    expect(stopped.status).toBe('fulfilled');
+    if (decided.status === 'rejected') {
+      expect(NoActiveRunError.isInstance(decided.reason)).toBe(true);
+    }
+    expect(await ended(runtime)).toMatchObject({ status: 'aborted', reason: 'stop_requested' });
+    // After the stop: refused the same way, wherever it is sent.
+    for (const where of [runtime, other]) {
+      await expect(where.decide(decision(b))).rejects.toSatisfy(NoActiveRunError.isInstance);
+    }
     expect(executions).toEqual([]);
   });
 });
