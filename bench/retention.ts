@@ -250,6 +250,11 @@ export async function benchRetention(
   return rows;
 }
 
+/** Long times in seconds, short ones as `formatMs` writes them. */
+function seconds(ms: number): string {
+  return ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : formatMs(ms);
+}
+
 /** The rows as a table. */
 export function retentionTable(rows: readonly RetentionRow[]): BenchTable {
   const per = (row: RetentionRow) => formatMs(row.purgeMs / row.removed);
@@ -272,8 +277,8 @@ export function retentionTable(rows: readonly RetentionRow[]): BenchTable {
       row.store,
       `${row.ended.toLocaleString('en')} + ${row.kept.toLocaleString('en')}`,
       row.archived ? 'yes' : 'no',
-      formatMs(row.findMs),
-      `${(row.purgeMs / 1000).toFixed(1)} s`,
+      seconds(row.findMs),
+      seconds(row.purgeMs),
       per(row),
       formatBytes(row.bytesBefore),
       formatBytes(row.bytesAfter),

@@ -1,13 +1,14 @@
 // Runs every benchmark and prints one markdown table per benchmark (npm run bench).
 // Pick some by name: npm run bench -- overhead log-size
 // Names: adapter, store, overhead, telemetry, postgres-store, workers, session-length, log-size,
-// rehydration, parked-memory, live-replay, deploy-check, retention.
+// rehydration, parked-memory, live-replay, deploy-check, retention, open-runs.
 import { loadavg } from 'node:os';
 import { adapterTable, benchAdapter } from './adapter.ts';
 import { benchDeployCheck, deployCheckTable } from './deploy-check.ts';
 import { benchLiveReplay, liveReplayTable } from './live-replay-memory.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
 import { describeMachine } from './machine.ts';
+import { benchOpenRuns, openRunsTable } from './open-runs.ts';
 import { benchOverhead, overheadTable } from './overhead.ts';
 import { benchParkedMemory, parkedMemoryTable } from './parked-memory.ts';
 import { benchPostgresStore, postgresStoreTable } from './postgres-store.ts';
@@ -47,6 +48,8 @@ const benchmarks: Record<string, () => Promise<BenchTable | BenchTable[]>> = {
   'live-replay': async () => liveReplayTable(await benchLiveReplay()),
   // The deploy check over 10,000 and 100,000 parked runs (issue 28).
   'deploy-check': async () => deployCheckTable(await benchDeployCheck()),
+  // openRuns() after a reopen, the tail summary checked against the log (issue 29, item 10).
+  'open-runs': async () => openRunsTable(await benchOpenRuns()),
   // Purging 100,000 ended sessions on lowdbStore and postgresStore (issue 27).
   retention: async () => retentionTable(await benchRetention()),
 };

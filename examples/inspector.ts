@@ -31,7 +31,7 @@ const inspector = createWebSocketInspector({
   },
 });
 console.log(
-  `inspector: open http://localhost:${port} to watch (Stately inspector, https://stately.ai/inspect)`,
+  `inspector: open http://localhost:${port} to watch (the Stately inspector from https://stately.ai/inspect: it needs the internet; offline, use the log viewer of npm run web)`,
 );
 if (interactive) await pressEnter('Press Enter to run the turn.');
 

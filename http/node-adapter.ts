@@ -40,22 +40,31 @@ export function toWebRequest(incoming: IncomingMessage): Request {
 
 /** The request's body as a byte stream that pulls from the socket only as it is read. */
 function bodyStream(incoming: IncomingMessage): ReadableStream<Uint8Array> {
-  let ended = false;
+  // Once the stream is closed, errored or cancelled, the socket's later events are ignored
+  // (closing a cancelled stream throws, and would throw out of an event listener).
+  let settled = false;
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
         incoming.pause();
         incoming.on('data', (chunk: Buffer) => {
+          if (settled) return;
           controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
           if ((controller.desiredSize ?? 0) <= 0) incoming.pause();
         });
         incoming.once('end', () => {
-          ended = true;
+          if (settled) return;
+          settled = true;
           controller.close();
         });
-        incoming.once('error', (error) => controller.error(error));
+        const fail = (error: Error) => {
+          if (settled) return;
+          settled = true;
+          controller.error(error);
+        };
+        incoming.once('error', fail);
         incoming.once('close', () => {
-          if (!ended && !incoming.complete) controller.error(new Error('The client went away.'));
+          if (!incoming.complete) fail(new Error('The client went away.'));
         });
       },
       pull() {
@@ -63,7 +72,7 @@ function bodyStream(incoming: IncomingMessage): ReadableStream<Uint8Array> {
       },
       cancel() {
         // Unread bytes are discarded as they arrive, never kept.
-        incoming.removeAllListeners('data');
+        settled = true;
         incoming.resume();
       },
     },

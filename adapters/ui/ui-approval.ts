@@ -4,7 +4,8 @@ import { InvalidArgumentError } from '../../runtime-errors.ts';
 /**
  * What an approval of the UI message stream stands for: a person's answer to a permission ask,
  * a person's answer to an indeterminate call, or a decision the permission policy made alone
- * (shown as an automatic approval, as the AI SDK shows its own).
+ * (streams before issue 25 showed it as an automatic approval; now it has none, as `streamText`
+ * sends none for a tool that needs no approval, but such ids are still recognised and refused).
  */
 export type ApprovalKind = 'permission' | 'indeterminate' | 'policy';
 

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clientAddress } from '../../http/client-address.ts';
-import { InsecureBindError } from '../../http/http-errors.ts';
+import { HttpRefusedError, InsecureBindError, refusalResponse } from '../../http/http-errors.ts';
 import { listenTrusted } from '../../http/listen-trusted.ts';
 import { createNodeHandler } from '../../http/node-adapter.ts';
 import { decodePathSegment, readJsonBody } from '../../http/request-body.ts';
@@ -203,5 +203,44 @@ describe('listenTrusted', () => {
     });
     expect(bound.host).toBe('0.0.0.0');
     expect(server.listening).toBe(true);
+  });
+});
+
+describe('the Node adapter with a body over the limit', () => {
+  it('answers 413 to a chunked body past maxBodyBytes, discards the rest it is sent later, and keeps serving', async () => {
+    const guard = new RequestGuard({ maxBodyBytes: 1024 });
+    // As the example server does: the refusal is answered, the connection kept alive.
+    const { port, url } = await serve(async (request) => {
+      try {
+        return Response.json(await guard.act(request, { name: 'send', kind: 'act' }));
+      } catch (error) {
+        if (HttpRefusedError.isInstance(error)) return refusalResponse(error);
+        throw error;
+      }
+    });
+    const chunk = (text: string) => `${text.length.toString(16)}\r\n${text}\r\n`;
+    const head = `POST /x HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n`;
+    const first = new TextEncoder().encode(`${head}${chunk(`{"text":"${'x'.repeat(1500)}`)}`);
+    const rest = new TextEncoder().encode(`${chunk(`${'y'.repeat(3000)}"}`)}0\r\n\r\n`);
+    const client = connect(port, '127.0.0.1');
+    await new Promise((resolve) => client.once('connect', resolve));
+    let answer = '';
+    client.on('data', (data) => {
+      answer += data;
+    });
+    client.write(first);
+    await expect.poll(() => answer, { timeout: 10_000 }).toContain('"reason":"too-large"');
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 413 Payload Too Large');
+    // The rest arrives after the answer: read and dropped (its late end must not throw).
+    client.write(rest);
+    const total = first.byteLength + rest.byteLength;
+    await expect.poll(() => serverSockets.at(-1)?.bytesRead ?? 0, { timeout: 10_000 }).toBe(total);
+    client.destroy();
+    const next = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"ok":1}',
+    });
+    expect(await next.json()).toEqual({ ok: 1 });
   });
 });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { NewFact } from '../../../events/facts.ts';
+import { StoreInputError } from '../../../store/event-store.ts';
 import { memoryStore } from '../../../store/memory/memory-store.ts';
 import { archiveFileName } from '../../../store/retention/archive-files.ts';
 import { type PurgeProgress, purgeSessions } from '../../../store/retention/purge-sessions.ts';
@@ -276,6 +277,21 @@ describe.each(storeHarnesses)('$name (retention: purge, archive, import)', ({ na
       { sessionId: 'old_a', turnId: 'turn_1', runId: 'old_a_run_2' },
       { sessionId: 'open', turnId: 'turn_1', runId: 'open_run_2' },
     ]);
+  });
+
+  it('refuses a log with a gap or a bad cut-off at the store, writing nothing', async () => {
+    const source = memoryStore();
+    await source.append('s', oneRun('s', '2026-01-05T10:00:00.000Z'));
+    const facts = await source.read('s');
+    const gap = [facts[0], facts[2]].filter((fact) => fact !== undefined);
+    const error = await store.importFacts('s', gap).catch((caught) => caught);
+    expect(StoreInputError.isInstance(error)).toBe(true);
+    expect(error.factIndex).toBe(1);
+    expect(await store.sessions()).toEqual([]);
+    const badTime = await store
+      .endedSessions({ endedBefore: new Date('not a time') })
+      .catch((caught) => caught);
+    expect(StoreInputError.isInstance(badTime)).toBe(true);
   });
 
   it(`names archive files safely for any session id (${name})`, async () => {
