@@ -15,13 +15,15 @@ export function archiveFileName(sessionId: string): string {
 
 /**
  * Writes a session archive durably and atomically: a temp file, fsynced, renamed over the
- * archive's name, then the folder fsynced. Returns the archive's path. A crash leaves the old
- * file or the new one (and perhaps a `.tmp-` file, which `archiveFiles` never lists).
+ * archive's name, then the folder fsynced (with `syncFolder: false` the caller does that, once
+ * for many: `syncArchiveFolder`). Returns the archive's path. A crash leaves the old file or the
+ * new one (and perhaps a `.tmp-` file, which `archiveFiles` never lists).
  */
 export async function writeArchiveFile(
   dir: string,
   sessionId: string,
   text: string,
+  options: { syncFolder?: boolean } = {},
 ): Promise<string> {
   const file = path.join(dir, archiveFileName(sessionId));
   tempCounter += 1;
@@ -34,8 +36,13 @@ export async function writeArchiveFile(
     await handle.close();
   }
   await rename(temp, file);
-  await syncFolder(nodeStoreFs, dir);
+  if (options.syncFolder !== false) await syncArchiveFolder(dir);
   return file;
+}
+
+/** fsyncs an archive folder: the archives renamed into it survive a power cut. */
+export function syncArchiveFolder(dir: string): Promise<void> {
+  return syncFolder(nodeStoreFs, dir);
 }
 
 /** Removes a session archive written for a session that was then left in the store. */

@@ -1,7 +1,8 @@
 import type { Fact } from '../../events/facts.ts';
 import { type EventStore, StoreCorruptionError, StoreError } from '../event-store.ts';
+import { mapLimit } from '../folder/session-files.ts';
 import type { EndedSession, RemovedSession, SessionRetention } from '../session-retention.ts';
-import { removeArchiveFile, writeArchiveFile } from './archive-files.ts';
+import { removeArchiveFile, syncArchiveFolder, writeArchiveFile } from './archive-files.ts';
 import { checkEndedBefore } from './ended-session.ts';
 import { encodeSessionArchive } from './session-archive.ts';
 
@@ -57,7 +58,8 @@ export interface PurgeReport {
  * ```
  * found = store.endedSessions({ endedBefore })           // no open run, last run.ended < endedBefore
  * for each batch of found:
- *   with archiveDir: read each session; if it still ends at lastSeq, write its archive durably
+ *   with archiveDir: read each session; if it still ends at lastSeq, write its archive (fsynced,
+ *     renamed; 8 at a time), then fsync the folder once: every archive durable before removal
  *   store.removeSessions(batch)                         // each: removed only if still at lastSeq
  *   a session left (changed, unreadable): its new archive is removed again
  * ```
@@ -87,20 +89,7 @@ export async function purgeSessions(
       break;
     }
     const batch = found.slice(start, start + batchSize);
-    const archives = new Map<string, string>();
-    const left: RemovedSession[] = [];
-    const ready: EndedSession[] = [];
-    for (const session of batch) {
-      if (options.archiveDir === undefined) ready.push(session);
-      else {
-        const archived = await archiveSession(store, session, options.archiveDir);
-        if (typeof archived !== 'string') left.push(archived);
-        else {
-          archives.set(session.sessionId, archived);
-          ready.push(session);
-        }
-      }
-    }
+    const { archives, left, ready } = await archiveBatch(store, batch, options.archiveDir);
     const outcomes = [...left, ...(await store.removeSessions(ready))];
     for (const { sessionId, outcome } of outcomes) {
       let archive = archives.get(sessionId);
@@ -120,7 +109,34 @@ export async function purgeSessions(
 }
 
 /**
- * Writes the session's archive and returns its file; or why it stays: it no longer ends at the
+ * With `dir`, writes the batch's archives (8 at a time) and fsyncs the folder once, so every
+ * archive is durable before any of its sessions is removed; returns the sessions ready to go,
+ * their archives, and those left (changed or unreadable). Without `dir`, every session is ready.
+ */
+async function archiveBatch(
+  store: EventStore,
+  batch: readonly EndedSession[],
+  dir: string | undefined,
+): Promise<{ archives: Map<string, string>; left: RemovedSession[]; ready: EndedSession[] }> {
+  const archives = new Map<string, string>();
+  if (dir === undefined) return { archives, left: [], ready: [...batch] };
+  const written = await mapLimit(batch, 8, (session) => archiveSession(store, session, dir));
+  const left: RemovedSession[] = [];
+  const ready: EndedSession[] = [];
+  for (const [index, result] of written.entries()) {
+    const session = batch[index] as EndedSession;
+    if (typeof result !== 'string') left.push(result);
+    else {
+      archives.set(session.sessionId, result);
+      ready.push(session);
+    }
+  }
+  if (archives.size > 0) await syncArchiveFolder(dir);
+  return { archives, left, ready };
+}
+
+/**
+ * Writes the session's archive (the folder is fsynced by the caller) and returns its file; or why it stays: it no longer ends at the
  * seq it was found at, or it cannot be read (a damaged session is never archived short).
  */
 async function archiveSession(
@@ -139,5 +155,6 @@ async function archiveSession(
     throw error;
   }
   if (facts.length !== session.lastSeq) return { sessionId, outcome: 'changed' };
-  return writeArchiveFile(dir, sessionId, encodeSessionArchive(sessionId, facts));
+  const text = encodeSessionArchive(sessionId, facts);
+  return writeArchiveFile(dir, sessionId, text, { syncFolder: false });
 }
