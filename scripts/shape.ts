@@ -34,7 +34,7 @@ export interface SourceShape {
 /**
  * The layers (architecture/README.md): a file may import its own layer and the ones listed for
  * it, nothing above. The first rule whose prefix a path starts with is its layer; the root files
- * that wire everything (runtime.ts, index.ts, errors.ts) and the HTTP surfaces (`http/`) are not
+ * that wire everything (runtime.ts, runtime-settings.ts, index.ts, errors.ts) and the HTTP surfaces (`http/`) are not
  * listed: they are the top and may import anything; nothing listed may import them.
  */
 export const layers: { layer: string; prefixes: string[]; may: string[] }[] = [

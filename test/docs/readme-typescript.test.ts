@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -13,7 +13,13 @@ import { describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
 const repoRoot = path.resolve(import.meta.dirname, '..', '..');
-const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+/** The README and the reference pages in docs/, by path. */
+const pages = [
+  'README.md',
+  ...readdirSync(path.join(repoRoot, 'docs'))
+    .filter((file) => file.endsWith('.md'))
+    .map((file) => `docs/${file}`),
+].map((page) => ({ page, text: readFileSync(path.join(repoRoot, page), 'utf8') }));
 
 interface ReadmeBlock {
   line: number;
@@ -44,13 +50,18 @@ function typescriptBlocks(markdown: string): ReadmeBlock[] {
   return blocks;
 }
 
-describe("README.md's TypeScript", () => {
-  const blocks = typescriptBlocks(readme);
+describe('the TypeScript of README.md and docs/', () => {
+  const blocks = pages.flatMap(({ page, text }) =>
+    typescriptBlocks(text).map((block) => ({ ...block, page })),
+  );
 
   it('finds the blocks, and a preamble only where one is written', () => {
-    expect(blocks.length).toBeGreaterThanOrEqual(10);
-    const withPreamble = readme.match(/<!-- ts-preamble\n/g)?.length ?? 0;
-    expect(blocks.filter((block) => block.preamble !== '')).toHaveLength(withPreamble);
+    expect(blocks.filter((block) => block.page === 'README.md').length).toBeGreaterThanOrEqual(10);
+    for (const { page, text } of pages) {
+      const withPreamble = text.match(/<!-- ts-preamble\n/g)?.length ?? 0;
+      const found = blocks.filter((block) => block.page === page && block.preamble !== '');
+      expect(found, page).toHaveLength(withPreamble);
+    }
   });
 
   it('compiles every block under strict mode, its preamble declaring its free variables', async () => {
@@ -58,7 +69,7 @@ describe("README.md's TypeScript", () => {
     rmSync(folder, { recursive: true, force: true });
     mkdirSync(folder, { recursive: true });
     const files = blocks.map((block) => {
-      const file = `readme-line-${block.line}.ts`;
+      const file = `${block.page.replace(/\W/g, '-')}-line-${block.line}.ts`;
       const source = `${block.preamble}${block.code}export {};\n`.replaceAll(
         "from 'turnlog'",
         "from '../../index.ts'",
