@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { calibrate, scaled } from './calibration.ts';
+import { calibrate, scaled } from '../helpers/calibration.ts';
 import { type EpisodeReport, runEpisode } from './crash-campaign.ts';
 
 // A fixed default keeps `npm test` reproducible; set TURNLOG_CRASH_SEED to explore others, and

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { calibrate, scaled } from '../helpers/calibration.ts';
 import { testSchema } from '../helpers/postgres.ts';
-import { calibrate, scaled } from './calibration.ts';
 import { formatWorkersReport, runWorkersCampaign } from './workers-campaign.ts';
 
 // Issue 13, item 6. A fixed default seed keeps `npm test` reproducible in its choices; set
