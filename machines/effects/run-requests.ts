@@ -54,7 +54,9 @@ export async function performRequest(
   switch (request.kind) {
     case 'decide': {
       const { callId, decision, reason } = request.input;
-      const checked = checkDecision(driver.facts(), request);
+      const checked = checkDecision(driver.facts(), request, () =>
+        goesOn(driver) ? undefined : endedBefore(driver, request, sessionId),
+      );
       if (checked.status === 'no-op') return;
       draft = {
         type: 'tool.permission.decided',
@@ -86,19 +88,42 @@ export async function performRequest(
   if (await driver.commit(draft)) return;
   // A stop while the run is already stopping: the first one is in effect.
   if (request.kind === 'stop' && driver.snapshot()?.hasTag('stopping')) return;
-  throw new NoActiveRunError({
-    message: `runtime.${request.kind}(): run ${driver.runId} of session ${sessionId} ended (or is stopping) before this ${request.kind} could be recorded; nothing was recorded. Start a new run with runtime.send().`,
-    sessionId,
-  });
+  throw endedBefore(driver, request, sessionId);
 }
 
-/** A decision checked against the session's last run: its pending calls and the decisions made. */
-function checkDecision(facts: readonly Fact[], request: Extract<RunRequest, { kind: 'decide' }>) {
+/**
+ * A decision checked against the session's last run: its pending calls and the decisions made.
+ * A call not pending in a run that ended or is stopping is `ended()`'s error, not
+ * `UnknownDecisionError`: the call may have been pending until the run's end settled it.
+ */
+function checkDecision(
+  facts: readonly Fact[],
+  request: Extract<RunRequest, { kind: 'decide' }>,
+  ended: () => NoActiveRunError | undefined,
+) {
   const view = projectTurn(facts).runs.at(-1);
   const decided = facts.flatMap((fact) =>
     fact.type === 'tool.permission.decided' && fact.runId === view?.runId ? [fact] : [],
   );
-  return validateDecision({ pending: view?.pending ?? [], decided, decision: request.input });
+  try {
+    return validateDecision({ pending: view?.pending ?? [], decided, decision: request.input });
+  } catch (error) {
+    throw (UnknownDecisionError.isInstance(error) && ended()) || error;
+  }
+}
+
+/** True while the driver's live actor takes requests: not ended, not stopping. */
+function goesOn(driver: RunDriver): boolean {
+  const snapshot = driver.snapshot();
+  return snapshot?.status === 'active' && !snapshot.hasTag('stopping');
+}
+
+/** `NoActiveRunError` for a request the driver's run ended (or began stopping) before it recorded. */
+function endedBefore(driver: RunDriver, request: RunRequest, sessionId: string): NoActiveRunError {
+  return new NoActiveRunError({
+    message: `runtime.${request.kind}(): run ${driver.runId} of session ${sessionId} ended (or is stopping) before this ${request.kind} could be recorded; nothing was recorded. Start a new run with runtime.send().`,
+    sessionId,
+  });
 }
 
 /** `NoActiveRunError` for a request to a session without an unfinished run. */

@@ -283,9 +283,7 @@ describe('workers on one postgresStore', () => {
     held.releaseOnInboxDelivery();
     await b.decide({ sessionId: 's1', callId: pending?.callId ?? '', decision: 'allow' });
     expect(await turn.done).toMatchObject({ status: 'completed', text: 'All done.' });
-    const decided = (await b.facts('s1')).filter(
-      (fact) => fact.type === 'tool.permission.decided',
-    );
+    const decided = (await b.facts('s1')).filter((fact) => fact.type === 'tool.permission.decided');
     expect(decided.map((fact) => [fact.workerId, fact.id.startsWith('b:request_')])).toEqual([
       ['a', true],
     ]);
