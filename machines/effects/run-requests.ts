@@ -34,8 +34,8 @@ export type RunRequest =
  * Does a request on the run's live driver: the one implementation of decide, steer and stop,
  * for a caller of this runtime and for a request another worker posted to the run's inbox. With
  * `id` (the inbox request's), the fact it commits gets that id, and a fact already logged under
- * it means the request was done before (a driver that died before settling it). Checked against
- * the driver's log once the appends it has in flight returned.
+ * it means the request was done before (a driver that died before settling it). A decision is
+ * checked against the driver's log once the appends it has in flight returned.
  */
 export async function performRequest(
   driver: RunDriver,
@@ -46,8 +46,9 @@ export async function performRequest(
   // The driver's copy of the log takes a fact only when its append returns, but the fact is in
   // the store (a caller read it there: runtime.pending()) as soon as it committed. Checked
   // before its appends in flight returned, a decision for a call just requested would be refused
-  // (UnknownDecisionError) although the call waits for it.
-  await driver.drained();
+  // (UnknownDecisionError) although the call waits for it. A steer or stop reads nothing there,
+  // and keeps its place before the facts the driver is about to append.
+  if (request.kind === 'decide') await driver.drained();
   if (id !== undefined && driver.facts().some((fact) => fact.id === id)) return;
   const withId = id === undefined ? {} : { id };
   let draft: ProposedFact;
