@@ -150,9 +150,13 @@ export {
 } from './http/chat-handler.ts';
 export { clientAddress } from './http/client-address.ts';
 export {
+  errorResponse,
+  HttpAnswerError,
+  type HttpErrorListener,
   type HttpRefusalReason,
   HttpRefusedError,
   InsecureBindError,
+  logHttpError,
   refusalResponse,
 } from './http/http-errors.ts';
 export { listenTrusted } from './http/listen-trusted.ts';

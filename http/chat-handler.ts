@@ -1,18 +1,10 @@
 import { createUIMessageStreamResponse } from 'ai';
 import { toUIMessageStream, toUIMessages } from '../adapters/ui/ui-message-stream.ts';
 import type { Fact, PermissionDecision } from '../events/facts.ts';
-import { TurnlogError } from '../events/turnlog-error.ts';
 import type { TurnHandle } from '../machines/effects/turn-channel.ts';
 import { SessionBusyError } from '../runtime-errors.ts';
-import {
-  badRequest,
-  type ChatPost,
-  ChatRequestError,
-  filesOf,
-  readChatPost,
-  textOf,
-} from './chat-request.ts';
-import { HttpRefusedError, refusalResponse } from './http-errors.ts';
+import { badRequest, type ChatPost, filesOf, readChatPost, textOf } from './chat-request.ts';
+import { errorResponse, HttpAnswerError, type HttpErrorListener } from './http-errors.ts';
 import { decodePathSegment } from './request-body.ts';
 import { type RequestAction, RequestGuard, type RequestGuardOptions } from './request-guard.ts';
 
@@ -55,22 +47,12 @@ export interface ChatHandlerOptions<TSendExtras = Record<string, never>>
   sessionId?: (chatId: string, request: Request) => string | Promise<string>;
   /** More of `runtime.send()`'s argument for a new run (besides the session and the message). */
   send?: (request: Request) => TSendExtras | Promise<TSendExtras>;
-  /** Told of each error answered 500 (a bug, or the store failing). Default `console.error`. */
-  onError?: (error: unknown) => void;
+  /**
+   * Told of each error answered 500 (a bug, or the store failing), with the `errorId` the
+   * client got instead of the error's message. Default: `console.error` of both.
+   */
+  onError?: HttpErrorListener;
 }
-
-/** The HTTP status of each turnlog error the routes can meet; any other is a 500. */
-const statusOfError: Record<string, number> = {
-  InvalidArgumentError: 400,
-  InvalidDecisionError: 400,
-  NoActiveRunError: 404,
-  UnknownDecisionError: 404,
-  SessionBusyError: 409,
-  DamagedSessionError: 409,
-  DecisionConflictError: 409,
-  DecisionMismatchError: 409,
-  RuntimeClosedError: 503,
-};
 
 type SendExtrasOf<TRuntime extends ChatRuntime> = Omit<
   Parameters<TRuntime['send']>[0],
@@ -100,7 +82,9 @@ type SendExtrasOf<TRuntime extends ChatRuntime> = Omit<
  *
  * Errors are JSON `{ error, message }` (what `useChat`'s `onError` shows): 400 a body that is
  * not useChat's, 401/403/415 refused by the trust layer, 404 no such route or run, 409 busy or
- * already decided, 413 over `maxBodyBytes`, 503 the runtime closed.
+ * already decided, 413 over `maxBodyBytes`, 503 the runtime closed (`errorResponse`). Any other
+ * error is a 500 `{ error: 'InternalError', message, errorId }` without its message; `onError`
+ * gets the error with the same `errorId`.
  *
  * @example
  * // app/api/chat/[[...path]]/route.ts (Next.js): your own authentication decides
@@ -214,7 +198,7 @@ class ChatRoutes {
       last?.type !== 'run.started' ||
       (post.messageId !== undefined && post.messageId !== last.runId)
     ) {
-      throw new ChatRequestError({
+      throw new HttpAnswerError({
         status: 409,
         name: 'RegenerateRefused',
         message: 'Only the last answer can be regenerated; send a new message instead.',
@@ -238,7 +222,7 @@ class ChatRoutes {
     } catch (error) {
       if (!SessionBusyError.isInstance(error)) throw error;
       // Refused, never lost silently: the page shows why, and the message is not in the log.
-      throw new ChatRequestError({
+      throw new HttpAnswerError({
         status: 409,
         name: 'SessionBusyError',
         message:
@@ -337,21 +321,7 @@ class ChatRoutes {
   }
 
   #errorResponse(error: unknown): Response {
-    if (HttpRefusedError.isInstance(error)) return refusalResponse(error);
-    if (error instanceof ChatRequestError) {
-      return json(error.status, { error: error.name, message: error.message });
-    }
-    if (TurnlogError.isTurnlogError(error) && error.name in statusOfError) {
-      return json(statusOfError[error.name] as number, {
-        error: error.name,
-        message: error.message,
-      });
-    }
-    (this.#options.onError ?? console.error)(error);
-    return json(500, {
-      error: 'InternalError',
-      message: 'The chat route failed; the server logged why. Try again in a moment.',
-    });
+    return errorResponse(error, { onError: this.#options.onError });
   }
 }
 
