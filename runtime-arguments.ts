@@ -66,6 +66,8 @@ const limitsSchema = z.strictObject({
   stopGraceMs: wholeNumber({ min: 0, max: maxTimerMs }).exactOptional(),
   streamIdleMs: wholeNumber({ min: 1, max: maxTimerMs, optional: true }),
   maxRetryAfterMs: wholeNumber({ min: 0, max: maxTimerMs }).exactOptional(),
+  maxRunInputTokens: wholeNumber({ min: 1 }).exactOptional(),
+  maxRunOutputTokens: wholeNumber({ min: 1 }).exactOptional(),
 } satisfies { [TKey in keyof RunLimits]-?: z.ZodType });
 
 const eventStoreMethods = [

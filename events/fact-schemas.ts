@@ -155,6 +155,13 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
      * before it was recorded.
      */
     toolsHash: z.string().optional(),
+    /**
+     * The estimated size of the request's prompt in tokens (characters ÷ 4 past the last
+     * reported usage): what the run's token budget counts for it until the provider reports its
+     * usage, and for good when it never does (a cut stream, a crash). Absent in logs written
+     * before it was recorded.
+     */
+    promptTokens: measure.optional(),
   });
 
   /** The limits as recorded (0.1.0 recorded the first seven); `createRuntime` checks new ones. */
@@ -176,6 +183,16 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
      * Absent in logs written before this limit existed: the default (`defaultMaxRetryAfterMs`).
      */
     maxRetryAfterMs: whole(0).optional(),
+    /**
+     * The run's token budget: input (prompt) tokens summed over every request of the run —
+     * each attempt, retried, after a recovery, on another worker, and compaction calls — and
+     * likewise output tokens. A request whose usage the provider never reported counts its
+     * prompt's estimated size (`requestCapture.promptTokens`). Past either, the run ends
+     * `failed` / `budget_exhausted` before its next request. Absent: no budget (and in logs
+     * written before budgets existed).
+     */
+    maxRunInputTokens: whole(1).optional(),
+    maxRunOutputTokens: whole(1).optional(),
   });
 
   /**

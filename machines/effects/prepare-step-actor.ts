@@ -1,5 +1,6 @@
 import type { PreparedRequest, PrepareStepInput } from '../pure/actor-inputs.ts';
 import { estimateRequestTokens, outputReserve } from '../pure/estimate-tokens.ts';
+import { hasTokenBudget } from '../pure/turn-context.ts';
 import { fromTask, type RunServices, type ServicesOf } from './run-services.ts';
 
 /**
@@ -69,8 +70,16 @@ export function prepareStepActor(servicesOf: ServicesOf) {
         type: 'step.started',
         stepId,
         attempt,
-        // The run's tool set is fixed while it runs; the hash says which set this step was sent with.
-        request: { ...services.adapter.capture(request), toolsHash: services.toolsHash },
+        // The run's tool set is fixed while it runs; the hash says which set this step was sent
+        // with. With a token budget, the prompt's estimated size is what the budget counts until
+        // (or unless) the provider reports the usage.
+        request: {
+          ...services.adapter.capture(request),
+          toolsHash: services.toolsHash,
+          ...(hasTokenBudget(services.limits) && {
+            promptTokens: estimateRequestTokens(services.facts(), request),
+          }),
+        },
         projectedThroughSeq,
       },
       request,

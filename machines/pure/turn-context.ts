@@ -63,7 +63,9 @@ export interface CallState {
  * - `compaction_failed`: summarizing older history failed;
  * - `interrupted`: a restart found the run's request in flight with no attempt left;
  * - `stop_requested` (aborted): `stop()` was called;
- * - `permission_abort` (aborted): a person decided `abort`.
+ * - `permission_abort` (aborted): a person decided `abort`;
+ * - `budget_exhausted`: the run's token budget (`maxRunInputTokens`, `maxRunOutputTokens`) was
+ *   spent; no further request was sent.
  */
 export type Reason =
   | 'end_turn'
@@ -76,7 +78,8 @@ export type Reason =
   | 'compaction_failed'
   | 'interrupted'
   | 'stop_requested'
-  | 'permission_abort';
+  | 'permission_abort'
+  | 'budget_exhausted';
 
 export interface TurnOutcome {
   status: RunStatus;
@@ -110,6 +113,13 @@ export interface TurnContext {
   calls: CallState[];
   /** How many times recovery resumed this run after a restart. */
   recoveries: number;
+  /**
+   * Tokens the run's requests have cost (every attempt, compaction calls included): reported
+   * usage, else the prompt's estimated size (`request.promptTokens`). Counted for the budget.
+   */
+  tokensSpent: { input: number; output: number };
+  /** The estimated prompt of the request in flight, counted until its usage is reported. */
+  inFlightPromptTokens: number;
   outcome: TurnOutcome | undefined;
 }
 
@@ -148,7 +158,40 @@ export function initialContext(input: TurnInput): TurnContext {
     compactedSinceStep: false,
     calls: [],
     recoveries: 0,
+    tokensSpent: { input: 0, output: 0 },
+    inFlightPromptTokens: 0,
     outcome: undefined,
+  };
+}
+
+/** The run has a token budget (`maxRunInputTokens` or `maxRunOutputTokens`). */
+export function hasTokenBudget(limits: RunLimits): boolean {
+  return limits.maxRunInputTokens !== undefined || limits.maxRunOutputTokens !== undefined;
+}
+
+/** The run spent its input or its output token budget. */
+export function budgetSpent(context: TurnContext): boolean {
+  const { maxRunInputTokens, maxRunOutputTokens } = context.limits;
+  const { input, output } = context.tokensSpent;
+  return (
+    (maxRunInputTokens !== undefined && input >= maxRunInputTokens) ||
+    (maxRunOutputTokens !== undefined && output >= maxRunOutputTokens)
+  );
+}
+
+/**
+ * What a completed step cost: its reported usage, the prompt's estimate standing in for input
+ * tokens the provider did not report (the estimate was counted when the step started).
+ */
+export function spentAfterCompletion(
+  context: TurnContext,
+  usage: FactOf<'step.completed'>['usage'],
+): TurnContext['tokensSpent'] {
+  const { input, output } = context.tokensSpent;
+  return {
+    input:
+      input - context.inFlightPromptTokens + (usage.inputTokens ?? context.inFlightPromptTokens),
+    output: output + (usage.outputTokens ?? 0),
   };
 }
 

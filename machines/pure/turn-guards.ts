@@ -1,6 +1,7 @@
 import type { Fact } from '../../events/facts.ts';
 import {
   acceptsUserDecision,
+  budgetSpent,
   callHasStatus,
   callState,
   callsBeingChecked,
@@ -26,6 +27,8 @@ export const turnGuards = {
   /** The step now completing (not yet counted) is the last one `maxSteps` allows. */
   isLastAllowedStep: ({ context }) => context.completedSteps + 1 >= context.limits.maxSteps,
   mayCompact: ({ context }) => !context.compactedSinceStep,
+  /** The run's token budget is spent: no further request (compaction calls included). */
+  budgetExhausted: ({ context }) => budgetSpent(context),
   firstOverflow: ({ context, event }) =>
     event.type === 'step.failed' &&
     event.error.kind === 'context_overflow' &&

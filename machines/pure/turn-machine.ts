@@ -27,6 +27,7 @@ import {
   outcomeOf,
   outcomeOfFailure,
   outcomeOfFinalStep,
+  spentAfterCompletion,
   type TurnContext,
   type TurnInput,
   type TurnOutcome,
@@ -50,7 +51,7 @@ import { turnGuards } from './turn-guards.ts';
  * The turn machine's version, recorded in each `run.started` (`machineVersion`): a whole number,
  * increased with every change to the machine's states or transitions.
  */
-export const turnMachineVersion = '2';
+export const turnMachineVersion = '3';
 
 /** A placeholder for an actor the runtime provides: typed by its input, it does nothing. */
 const inert = <TInput>() => fromCallback<EventObject, TInput>(() => {});
@@ -75,9 +76,13 @@ export const turnMachine = setup({
     // I10, provided by the runtime: abort the run's request and tools' signal. It runs once the
     // stop is durable (the live actor takes a fact only then); a fold runs no action.
     abortRun: () => {},
-    startStep: assign(({ event: fact }) => {
+    startStep: assign(({ context, event: fact }) => {
       assertEvent(fact, 'step.started');
+      // Counted now: a step cut before its usage arrives (a crash, a cut stream) still costs it.
+      const prompt = fact.request.promptTokens ?? 0;
       return {
+        tokensSpent: { ...context.tokensSpent, input: context.tokensSpent.input + prompt },
+        inFlightPromptTokens: prompt,
         stepId: fact.stepId,
         attempt: fact.attempt,
         retry: undefined,
@@ -91,6 +96,8 @@ export const turnMachine = setup({
       return {
         completedSteps: context.completedSteps + 1,
         compactedSinceStep: false,
+        tokensSpent: spentAfterCompletion(context, fact.usage),
+        inFlightPromptTokens: 0,
         calls: fact.toolCalls.map((call) => ({
           callId: call.callId,
           name: call.name,
@@ -113,8 +120,22 @@ export const turnMachine = setup({
     countOverflow: assign(({ context }) => ({
       overflowCompactions: context.overflowCompactions + 1,
     })),
-    markCompacted: assign({ compactedSinceStep: true }),
-    noteRecovered: assign(({ context }) => ({ recoveries: context.recoveries + 1 })),
+    // A compaction is a request too: its estimated prompt and summary count for the budget.
+    markCompacted: assign(({ context, event }) => {
+      assertEvent(event, 'compaction.completed');
+      const { input, output } = context.tokensSpent;
+      return {
+        compactedSinceStep: true,
+        tokensSpent: { input: input + event.tokensBefore, output: output + event.tokensAfter },
+      };
+    }),
+    noteRecovered: assign(({ context }) => ({
+      recoveries: context.recoveries + 1,
+      inFlightPromptTokens: 0,
+    })),
+    endBudgetExhausted: assign({
+      outcome: { status: 'failed', reason: 'budget_exhausted' } as TurnOutcome,
+    }),
     recordSteering: assign(({ event }) => ({ lastSteeringSeq: event.seq })),
     recordDecision: assign(({ context, event }) => {
       assertEvent(event, 'tool.permission.decided');
@@ -234,6 +255,9 @@ export const turnMachine = setup({
   },
   states: {
     projecting: {
+      // Before any request (a step, a retry, one after a recovery, a compaction): past the
+      // run's token budget it ends here, and prepareStep never starts.
+      always: { guard: 'budgetExhausted', target: 'terminal', actions: 'endBudgetExhausted' },
       invoke: {
         src: 'prepareStep',
         input: ({ context }) => ({

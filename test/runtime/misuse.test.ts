@@ -81,7 +81,7 @@ describe('misuse of the runtime throws a named error that says what to do', () =
       'a misspelled limit',
       { limits: { maxStep: 3 } },
       'limits.maxStep',
-      'createRuntime(): unknown option limits.maxStep; the options are maxSteps, maxAttempts, maxOutputTokens, toolOutputChars, contextWindowTokens, toolConcurrency, stopGraceMs, streamIdleMs, maxRetryAfterMs. A misspelled option would otherwise be ignored.',
+      'createRuntime(): unknown option limits.maxStep; the options are maxSteps, maxAttempts, maxOutputTokens, toolOutputChars, contextWindowTokens, toolConcurrency, stopGraceMs, streamIdleMs, maxRetryAfterMs, maxRunInputTokens, maxRunOutputTokens. A misspelled option would otherwise be ignored.',
     ],
     [
       'a limit with a default set to undefined',

@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { scriptedModel } from '../../adapters/scripted-model.ts';
+import type { FactOf } from '../../events/facts.ts';
+import { sequentialIds } from '../../events/ids.ts';
+import { memoryStore } from '../../store/memory/memory-store.ts';
+import { addTool, isFactOf, testRuntime, until } from './runtime-helpers.ts';
+
+/** A model whose every stream stays silent: each request is cut by the "crash" that follows. */
+function silentModel() {
+  const model = scriptedModel([]);
+  return { ...model, doStream: () => new Promise<never>(() => {}) } as typeof model;
+}
+
+describe('a run token budget (limits.maxRunInputTokens, maxRunOutputTokens)', () => {
+  it('ends the run failed/budget_exhausted before the request that would go past it', async () => {
+    const { tool } = addTool();
+    const step = {
+      toolCalls: [{ name: 'add', input: { a: 1, b: 2 } }],
+      usage: { inputTokens: 400, outputTokens: 10 },
+    };
+    const model = scriptedModel([step, step, step, step, { text: 'never sent' }]);
+    const runtime = testRuntime(memoryStore(), {
+      model,
+      tools: { add: tool },
+      limits: { maxRunInputTokens: 1_000 },
+    });
+    const turn = await runtime.send({ sessionId: 's1', text: 'add, again and again' });
+    expect(await turn.done).toMatchObject({ status: 'failed', reason: 'budget_exhausted' });
+    // 400 + 400 < 1 000: a third request; 1 200 ≥ 1 000: no fourth.
+    expect(model.requests).toHaveLength(3);
+    const facts = await runtime.facts('s1');
+    expect(facts.at(-2)).toMatchObject({ type: 'tool.settled', state: 'terminal' });
+    expect(facts.at(-1)).toMatchObject({
+      type: 'run.ended',
+      status: 'failed',
+      reason: 'budget_exhausted',
+    });
+    await runtime.close();
+  });
+
+  it('counts output tokens against maxRunOutputTokens', async () => {
+    const { tool } = addTool();
+    const step = {
+      toolCalls: [{ name: 'add', input: { a: 1, b: 2 } }],
+      usage: { inputTokens: 10, outputTokens: 300 },
+    };
+    const model = scriptedModel([step, step, step]);
+    const runtime = testRuntime(memoryStore(), {
+      model,
+      tools: { add: tool },
+      limits: { maxRunOutputTokens: 500 },
+    });
+    const turn = await runtime.send({ sessionId: 's1', text: 'add' });
+    expect(await turn.done).toMatchObject({ status: 'failed', reason: 'budget_exhausted' });
+    expect(model.requests).toHaveLength(2);
+    await runtime.close();
+  });
+
+  it('a run that burns its budget through repeated crashes ends budget_exhausted within one step of the limit', async () => {
+    const store = memoryStore();
+    const generateId = sequentialIds();
+    const limits = { maxRunInputTokens: 300, maxAttempts: 100 };
+    const first = testRuntime(store, { generateId, model: silentModel(), limits });
+    const turn = await first.send({ sessionId: 's1', text: 'Tell me about durable agents.' });
+    await until(turn, isFactOf('step.started'));
+    let ended: { status: string; reason: string } | undefined;
+    let restarts = 0;
+    while (ended === undefined && restarts < 50) {
+      // The process dies mid-stream; the next one recovers the run: a new, recorded attempt.
+      restarts += 1;
+      const next = testRuntime(store, { generateId, model: silentModel(), limits });
+      const before = (await store.read('s1')).length;
+      const [report] = await next.recover();
+      if (report === undefined || report.status === 'damaged') throw new Error('not resumable');
+      // Until this process's attempt is durable (then it "dies") or the run ended.
+      for (;;) {
+        const facts = await store.read('s1');
+        const last = facts.at(-1);
+        if (last?.type === 'run.ended') ended = last;
+        if (ended !== undefined || facts.slice(before).some(isFactOf('step.started'))) break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    }
+    expect(ended).toMatchObject({ status: 'failed', reason: 'budget_exhausted' });
+    const attempts = (await store.read('s1')).filter(
+      (fact): fact is FactOf<'step.started'> => fact.type === 'step.started',
+    );
+    const prompts = attempts.map((attempt) => attempt.request.promptTokens ?? 0);
+    const spent = prompts.reduce((sum, tokens) => sum + tokens, 0);
+    // No usage was ever reported: every cut attempt counts its prompt's size, never zero.
+    expect(prompts.every((tokens) => tokens > 0)).toBe(true);
+    expect(attempts).toHaveLength(restarts);
+    // Within one step of the limit: the last request went out under it, and none after.
+    expect(spent).toBeGreaterThanOrEqual(limits.maxRunInputTokens);
+    expect(spent - (prompts.at(-1) ?? 0)).toBeLessThan(limits.maxRunInputTokens);
+  });
+});
