@@ -3,8 +3,10 @@ import { toUIMessageStream, toUIMessages } from '../adapters/ui/ui-message-strea
 import type { Fact, PermissionDecision } from '../events/facts.ts';
 import type { TurnHandle } from '../machines/effects/turn-channel.ts';
 import { SessionBusyError } from '../runtime-errors.ts';
+
 import { badRequest, type ChatPost, filesOf, readChatPost, textOf } from './chat-request.ts';
 import { errorResponse, HttpAnswerError, type HttpErrorListener } from './http-errors.ts';
+import { jsonResponse as json, methodNotAllowed as notAllowed } from './json-answers.ts';
 import { decodePathSegment } from './request-body.ts';
 import { type RequestAction, RequestGuard, type RequestGuardOptions } from './request-guard.ts';
 
@@ -323,20 +325,6 @@ class ChatRoutes {
   #errorResponse(error: unknown): Response {
     return errorResponse(error, { onError: this.#options.onError });
   }
-}
-
-function json(status: number, value: unknown): Response {
-  return new Response(JSON.stringify(value), {
-    status,
-    headers: { 'content-type': 'application/json; charset=utf-8' },
-  });
-}
-
-function notAllowed(method: string): Response {
-  return new Response(
-    JSON.stringify({ error: 'MethodNotAllowed', message: `Use ${method} for this route.` }),
-    { status: 405, headers: { allow: method, 'content-type': 'application/json; charset=utf-8' } },
-  );
 }
 
 function streamResponse(stream: ReturnType<typeof toUIMessageStream>): Response {

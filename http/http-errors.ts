@@ -3,6 +3,7 @@ import {
   TurnlogError,
   type TurnlogErrorOptions,
 } from '../events/turnlog-error.ts';
+import { jsonResponse, statusOfTurnlogError } from './json-answers.ts';
 
 /** Why the trust layer refused a request; each maps to one HTTP status. */
 export type HttpRefusalReason =
@@ -99,22 +100,6 @@ export class HttpAnswerError extends Error {
 }
 
 /**
- * The HTTP status of each turnlog error meant for the client (its name and message are
- * answered as they are); any other error is an internal one.
- */
-const statusOfError: Record<string, number> = {
-  InvalidArgumentError: 400,
-  InvalidDecisionError: 400,
-  NoActiveRunError: 404,
-  UnknownDecisionError: 404,
-  SessionBusyError: 409,
-  DamagedSessionError: 409,
-  DecisionConflictError: 409,
-  DecisionMismatchError: 409,
-  RuntimeClosedError: 503,
-};
-
-/**
  * Told of an error answered 500, with the `errorId` the client got: log both, so an operator
  * can find the error a client reports.
  */
@@ -144,12 +129,9 @@ export function errorResponse(
   if (error instanceof HttpAnswerError) {
     return jsonResponse(error.status, { error: error.name, message: error.message });
   }
-  const status = TurnlogError.isTurnlogError(error) ? statusOfError[error.name] : undefined;
-  if (status !== undefined) {
-    return jsonResponse(status, {
-      error: (error as Error).name,
-      message: (error as Error).message,
-    });
+  const status = statusOfTurnlogError(error);
+  if (status !== undefined && error instanceof Error) {
+    return jsonResponse(status, { error: error.name, message: error.message });
   }
   // Web Crypto: the same in Node, Bun, Deno and edge runtimes.
   const errorId = globalThis.crypto.randomUUID();
@@ -158,12 +140,5 @@ export function errorResponse(
     error: 'InternalError',
     message: `internal error; the server logged it as ${errorId}`,
     errorId,
-  });
-}
-
-function jsonResponse(status: number, value: unknown): Response {
-  return new Response(JSON.stringify(value), {
-    status,
-    headers: { 'content-type': 'application/json; charset=utf-8' },
   });
 }
