@@ -349,6 +349,14 @@ class LowdbStore implements EventStore, SessionRetention {
       };
     };
     const found = await mapLimit(folders, 16, async ({ folder, sessionId }) => {
+      const refusal = sessionId === undefined ? undefined : this.#slots.refusal(sessionId);
+      if (refusal !== undefined) {
+        // A write of it failed and could not be undone: its files may show bytes the disk never
+        // got, so they are not read; it is reported (recover(): damaged) until the store reopens.
+        const { file, message } = refusal;
+        this.#addFinding({ sessionId, kind: 'unreadable', file, line: undefined, message });
+        return undefined;
+      }
       const known = fromMemory(sessionId);
       if (known !== undefined) return known;
       const tail = await this.#readTail(folder, sessionId);

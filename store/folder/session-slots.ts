@@ -42,6 +42,11 @@ export class SessionSlots {
     this.#onFinding = options.onFinding;
   }
 
+  /** Why the session refuses every call (a failed write that could not be undone), if it does. */
+  refusal(sessionId: string): StoreWriteError | undefined {
+    return this.#refused.get(sessionId);
+  }
+
   /** The loaded state of a session, if it is in memory now. */
   loaded(sessionId: string): SessionState | undefined {
     return this.#slots.get(sessionId)?.loaded;

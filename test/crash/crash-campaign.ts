@@ -115,6 +115,8 @@ export async function runEpisode(options: {
   seed: number;
   index: number;
   maxKills: number;
+  /** How long one child may run before it is called hung (default 30 s; scaled under load). */
+  childTimeoutMs?: number;
 }): Promise<EpisodeReport> {
   const seed = episodeSeed(options.seed, options.index);
   const random = seededRandom(seed);
@@ -157,6 +159,7 @@ export async function runEpisode(options: {
     const child = await runChild(
       { ...base, mode },
       killing ? killAfter(line, jitterMs) : undefined,
+      options.childTimeoutMs,
     );
     const facts = await readLog(base.dir, base.sessionId);
     const executions = readExecutions(base.sideFile);

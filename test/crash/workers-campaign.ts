@@ -45,6 +45,8 @@ export interface WorkersCampaignOptions {
   chunkMs?: number;
   /** Mean time between two chaos actions. */
   chaosEveryMs?: number;
+  /** Plants a bug in every worker (`WorkerChildOptions.plantDoubleExecution`). */
+  plantDoubleExecution?: boolean;
   /** Progress lines, for long runs. */
   log?: (line: string) => void;
 }
@@ -311,6 +313,7 @@ export async function runWorkersCampaign(
       toolMs,
       chunkMs,
       recoverAtStart,
+      ...(options.plantDoubleExecution === true && { plantDoubleExecution: true }),
     });
     everyProcess.push(worker);
     // A worker that dies by itself is a violation (reported at the end); its slot is restarted

@@ -33,6 +33,11 @@ export interface WorkerChildOptions {
   chunkMs: number;
   /** Call `runtime.recover()` once at start (a restarted worker may, or may leave it to the takeover scan). */
   recoverAtStart: boolean;
+  /**
+   * A planted bug, to show the campaign still catches one: every `fetch` runs its side effect
+   * twice (as a tool run again after a crash would).
+   */
+  plantDoubleExecution?: boolean;
 }
 
 export type Variant = 'ask' | 'plain';
@@ -133,6 +138,7 @@ export function workersTools(options: WorkerChildOptions) {
       inputSchema: z.object({ key: z.string() }),
       execute: async ({ key }, { callId, sessionId }) => {
         record(sessionId, 'fetch', callId);
+        if (options.plantDoubleExecution === true) record(sessionId, 'fetch', callId);
         await sleep(options.toolMs);
         return `record ${key}`;
       },

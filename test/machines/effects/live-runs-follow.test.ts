@@ -57,7 +57,7 @@ function parkedRuns() {
   };
 }
 
-async function all(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
+async function all(events: AsyncIterable<TurnEvent> | Iterable<TurnEvent>): Promise<TurnEvent[]> {
   const seen: TurnEvent[] = [];
   for await (const event of events) seen.push(event);
   return seen;

@@ -224,6 +224,17 @@ describe('lowdbStore when an fsync fails with EIO', () => {
     );
     expect(await store.append('s1', [s1.steering('a2', 'run_1')]).catch((e) => e)).toBe(failure);
     expect(await store.read('s1').catch((e) => e)).toBe(failure);
+    // openRuns() does not read its files either: it is reported, so recover() says damaged.
+    expect(await store.openRuns()).toEqual([]);
+    expect(await store.findings()).toEqual([
+      {
+        sessionId: 's1',
+        kind: 'unreadable',
+        file: failure.file,
+        line: undefined,
+        message: failure.message,
+      },
+    ]);
     // The other sessions go on.
     expect(await store.append('s2', [s2.runStarted('b1', 'run_1')])).toMatchObject({ lastSeq: 1 });
     expect((await store.read('s2')).map((fact) => fact.id)).toEqual(['b1']);
