@@ -1,7 +1,6 @@
 import { createUIMessageStreamResponse } from 'ai';
 import { toUIMessageStream, toUIMessages } from '../adapters/ui/ui-message-stream.ts';
 import type { Fact, PermissionDecision } from '../events/facts.ts';
-import { TurnlogError } from '../events/turnlog-error.ts';
 import type { TurnHandle } from '../machines/effects/turn-channel.ts';
 import { SessionBusyError } from '../runtime-errors.ts';
 import {
@@ -13,6 +12,11 @@ import {
   textOf,
 } from './chat-request.ts';
 import { HttpRefusedError, refusalResponse } from './http-errors.ts';
+import {
+  jsonResponse as json,
+  methodNotAllowed as notAllowed,
+  statusOfTurnlogError,
+} from './json-answers.ts';
 import { decodePathSegment } from './request-body.ts';
 import { type RequestAction, RequestGuard, type RequestGuardOptions } from './request-guard.ts';
 
@@ -58,19 +62,6 @@ export interface ChatHandlerOptions<TSendExtras = Record<string, never>>
   /** Told of each error answered 500 (a bug, or the store failing). Default `console.error`. */
   onError?: (error: unknown) => void;
 }
-
-/** The HTTP status of each turnlog error the routes can meet; any other is a 500. */
-const statusOfError: Record<string, number> = {
-  InvalidArgumentError: 400,
-  InvalidDecisionError: 400,
-  NoActiveRunError: 404,
-  UnknownDecisionError: 404,
-  SessionBusyError: 409,
-  DamagedSessionError: 409,
-  DecisionConflictError: 409,
-  DecisionMismatchError: 409,
-  RuntimeClosedError: 503,
-};
 
 type SendExtrasOf<TRuntime extends ChatRuntime> = Omit<
   Parameters<TRuntime['send']>[0],
@@ -341,11 +332,9 @@ class ChatRoutes {
     if (error instanceof ChatRequestError) {
       return json(error.status, { error: error.name, message: error.message });
     }
-    if (TurnlogError.isTurnlogError(error) && error.name in statusOfError) {
-      return json(statusOfError[error.name] as number, {
-        error: error.name,
-        message: error.message,
-      });
+    const status = statusOfTurnlogError(error);
+    if (status !== undefined && error instanceof Error) {
+      return json(status, { error: error.name, message: error.message });
     }
     (this.#options.onError ?? console.error)(error);
     return json(500, {
@@ -353,20 +342,6 @@ class ChatRoutes {
       message: 'The chat route failed; the server logged why. Try again in a moment.',
     });
   }
-}
-
-function json(status: number, value: unknown): Response {
-  return new Response(JSON.stringify(value), {
-    status,
-    headers: { 'content-type': 'application/json; charset=utf-8' },
-  });
-}
-
-function notAllowed(method: string): Response {
-  return new Response(
-    JSON.stringify({ error: 'MethodNotAllowed', message: `Use ${method} for this route.` }),
-    { status: 405, headers: { allow: method, 'content-type': 'application/json; charset=utf-8' } },
-  );
 }
 
 function streamResponse(stream: ReturnType<typeof toUIMessageStream>): Response {

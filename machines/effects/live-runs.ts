@@ -35,7 +35,11 @@ export type RecoveredRun =
       interruptedIn: string | undefined;
       /** Calls that started and never settled: they may have run, and are never run again (I8). */
       indeterminate: string[];
-      /** `resumed`: running again; `parked`: waiting for `decide()`; `ended`: only `run.ended` was missing. */
+      /**
+       * `resumed`: running again (checking calls that may have run with their tools included:
+       * one whose tool cannot tell parks it later); `parked`: waiting for `decide()`; `ended`:
+       * only `run.ended` was missing.
+       */
       status: 'resumed' | 'parked' | 'ended';
       turn: TurnHandle;
     }

@@ -10,6 +10,7 @@ import { memoryStore } from '../../store/memory/memory-store.ts';
 import type { PostgresStore } from '../../store/postgres/postgres-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import { UnknownDecisionError } from '../../tools/permission-policy.ts';
+import type { Tool } from '../../tools/tool.ts';
 import { testSchema } from '../helpers/postgres.ts';
 import { deferred, isFactOf, until } from './runtime-helpers.ts';
 
@@ -91,7 +92,7 @@ describe('workers on one postgresStore', () => {
 
   function worker(
     id: string,
-    tool: ReturnType<typeof workTool>['tool'],
+    tool: Tool,
     options: { leaseMs?: number; store?: PostgresStore } = {},
   ) {
     const runtime = createRuntime({
@@ -328,6 +329,58 @@ describe('workers on one postgresStore', () => {
       [],
     );
     expect(work.executions).toEqual(['j1']);
+  });
+
+  it("takes over a paused worker's run and asks the started call's own tool before anyone: reconcile says done", async () => {
+    const executions: string[] = [];
+    const held = deferred();
+    const work = defineTool({
+      description: 'Does a job, recorded in a ledger by its idempotency key.',
+      inputSchema: z.object({ job: z.string() }),
+      execute: async ({ job }, { idempotencyKey }) => {
+        executions.push(idempotencyKey);
+        await held.promise;
+        return `${job} done`;
+      },
+      // The ledger is asked by key: the paused worker's execution took effect.
+      reconcile: async ({ job }, { idempotencyKey }) =>
+        executions.includes(idempotencyKey)
+          ? { status: 'done', output: `${job} done` }
+          : { status: 'not-done' },
+    });
+    const frozen = freezable(database.open());
+    const a = worker('a', work, { leaseMs: 60_000, store: frozen.store });
+    const turn = await a.send({ sessionId: 's1', text: 'go' });
+    await until(turn, isFactOf('tool.started'));
+    frozen.freeze();
+    const admin = database.pool();
+    await admin.query(
+      `UPDATE "${database.schema}".leases SET expires_at = clock_timestamp() - interval '1 second' WHERE session_id = 's1'`,
+    );
+    await admin.end();
+    worker('b', work, { leaseMs: 2_000 });
+    // Nobody decides: b's takeover checks the call with reconcile and the run goes on.
+    const reader = database.open();
+    await expect
+      .poll(async () => (await reader.read('s1')).at(-1)?.type, { timeout: 20_000 })
+      .toBe('run.ended');
+    held.resolve();
+    frozen.thaw();
+    expect(await turn.done).toMatchObject({ status: 'completed', text: 'All done.' });
+    const facts = await reader.read('s1');
+    expect(facts.find((fact) => fact.type === 'tool.reconciled')).toMatchObject({
+      answer: 'done',
+      workerId: 'b',
+    });
+    expect(facts.find((fact) => fact.type === 'tool.settled')).toMatchObject({
+      outcome: 'success',
+      text: 'j1 done',
+      workerId: 'b',
+    });
+    expect(
+      facts.filter((fact) => fact.type === 'tool.permission.decided' && fact.by === 'user'),
+    ).toEqual([]);
+    expect(executions).toHaveLength(1);
   });
 
   it('keeps serving its other runs after losing one, whose handle follows it on the new driver', async () => {
