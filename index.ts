@@ -218,6 +218,7 @@ export {
 export {
   createRuntime,
   defaultLimits,
+  type FollowOptions,
   type ModelSettings,
   type RecoveredRun,
   type Runtime,
