@@ -222,6 +222,7 @@ export {
 export {
   createRuntime,
   defaultLimits,
+  type FollowOptions,
   type ModelSettings,
   type RecoveredRun,
   type Runtime,

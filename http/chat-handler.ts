@@ -27,7 +27,7 @@ export interface ChatRuntime {
   }): Promise<void>;
   stop(input: { sessionId: string; reason?: string }): Promise<void>;
   facts(sessionId: string): Promise<Fact[]>;
-  follow(sessionId: string): Promise<TurnHandle | undefined>;
+  follow(sessionId: string, options?: { signal?: AbortSignal }): Promise<TurnHandle | undefined>;
 }
 
 /**
@@ -164,7 +164,7 @@ class ChatRoutes {
       case 'message':
         return this.#send(request, sessionId, post);
       case 'answers':
-        return this.#answer(sessionId, post);
+        return this.#answer(request, sessionId, post);
       case 'regenerate':
         return this.#regenerate(request, sessionId, post);
       default: {
@@ -237,23 +237,26 @@ class ChatRoutes {
 
   /** Approvals answered: each decision recorded (bound to its input hash), then the rest of the run. */
   async #answer(
+    request: Request,
     sessionId: string,
     post: Extract<ChatPost, { kind: 'answers' }>,
   ): Promise<Response> {
     // I5: each decision is bound to the input hash its approval was requested for.
     for (const answer of post.answers) await this.#runtime.decide({ sessionId, ...answer });
-    return streamResponse(
-      toUIMessageStream(
-        await this.#runOf(sessionId, post.runId),
-        post.afterSeq === undefined ? {} : { afterSeq: post.afterSeq },
-      ),
+    const following = new Following(request);
+    const run = await this.#runOf(sessionId, post.runId, following);
+    const stream = toUIMessageStream(
+      run,
+      post.afterSeq === undefined ? {} : { afterSeq: post.afterSeq },
     );
+    return streamResponse(following.until(stream));
   }
 
   /** The run's events: followed live while it is unfinished, else its facts from the log. */
-  async #runOf(sessionId: string, runId: string | undefined) {
-    const turn = await this.#runtime.follow(sessionId);
+  async #runOf(sessionId: string, runId: string | undefined, following: Following) {
+    const turn = await this.#runtime.follow(sessionId, { signal: following.signal });
     if (turn !== undefined && (runId === undefined || turn.runId === runId)) return turn;
+    following.release();
     const facts = await this.#runtime.facts(sessionId);
     const run = runId ?? facts.at(-1)?.runId ?? '';
     return { sessionId, runId: run, events: facts.filter((fact) => fact.runId === run) };
@@ -270,9 +273,10 @@ class ChatRoutes {
     switch (route.action) {
       case 'resume': {
         await this.#guard.check(request, action);
-        const turn = await this.#runtime.follow(sessionId);
+        const following = new Following(request);
+        const turn = await this.#runtime.follow(sessionId, { signal: following.signal });
         if (turn === undefined) return new Response(null, { status: 204 });
-        return streamResponse(toUIMessageStream(turn));
+        return streamResponse(following.until(toUIMessageStream(turn)));
       }
       case 'messages':
         await this.#guard.check(request, action);
@@ -283,7 +287,7 @@ class ChatRoutes {
         return json(200, { stopped: true });
       case 'moved':
         await this.#guard.check(request, action);
-        return this.#moved(sessionId, new URL(request.url).searchParams.get('after'));
+        return this.#moved(request, sessionId);
       default: {
         const unknown: never = route.action;
         throw new Error(`chatHandler: no route ${String(unknown)}`);
@@ -296,15 +300,19 @@ class ChatRoutes {
    * fact after `N` (a decision made on another page, a stop), 204 at once when it has none. A
    * page whose run waits for a person holds one open and, when it answers, resumes the stream.
    */
-  async #moved(sessionId: string, afterParameter: string | null): Promise<Response> {
-    const after = Number(afterParameter ?? Number.NaN);
+  async #moved(request: Request, sessionId: string): Promise<Response> {
+    const after = Number(new URL(request.url).searchParams.get('after') ?? Number.NaN);
     if (!Number.isSafeInteger(after) || after < 0) {
       throw badRequest('"after" must be the seq the page has seen (?after=N).');
     }
-    const turn = await this.#runtime.follow(sessionId);
+    const following = new Following(request);
+    const turn = await this.#runtime.follow(sessionId, { signal: following.signal });
     if (turn === undefined) return new Response(null, { status: 204 });
     const events = turn.events[Symbol.asyncIterator]();
-    const release = () => void Promise.resolve(events.return?.()).catch(() => {});
+    const release = () => {
+      following.release();
+      void Promise.resolve(events.return?.()).catch(() => {});
+    };
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
         for (let next = await events.next(); !next.done; next = await events.next()) {
@@ -324,6 +332,52 @@ class ChatRoutes {
 
   #errorResponse(error: unknown): Response {
     return errorResponse(error, { onError: this.#options.onError });
+  }
+}
+
+/**
+ * One request's handle of a run (`runtime.follow`), let go when the response it feeds ends, is
+ * cancelled (the client left) or the request aborts: a run waiting long for a person keeps
+ * nothing of the pages that reloaded or long-polled it.
+ */
+class Following {
+  readonly #controller = new AbortController();
+
+  constructor(request: Request) {
+    if (request.signal.aborted) this.release();
+    else request.signal.addEventListener('abort', () => this.release(), { once: true });
+  }
+
+  /** What `follow()` is given: aborted once the response is done with the handle. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** Lets the handle go (again: nothing). */
+  release(): void {
+    this.#controller.abort(new Error('chatHandler: the response following this run ended'));
+  }
+
+  /** `stream`, which lets the handle go once it ends, fails or is cancelled. */
+  until<T>(stream: ReadableStream<T>): ReadableStream<T> {
+    const reader = stream.getReader();
+    return new ReadableStream<T>({
+      pull: async (controller) => {
+        try {
+          const next = await reader.read();
+          if (!next.done) return controller.enqueue(next.value);
+          this.release();
+          controller.close();
+        } catch (error) {
+          this.release();
+          controller.error(error);
+        }
+      },
+      cancel: async (reason) => {
+        this.release();
+        await reader.cancel(reason);
+      },
+    });
   }
 }
 
