@@ -194,7 +194,7 @@ function SessionRow({
         {session.matched !== undefined && <span className="muted"> ({session.matched})</span>}
       </td>
       <td>
-        <span className={`badge ${session.status}`}>{session.status}</span>
+        <span className={`status-badge ${session.status}`}>{session.status}</span>
       </td>
       <td className="muted">{session.state}</td>
       <td className="muted">{session.worker ?? ''}</td>
