@@ -2,8 +2,9 @@
 // every session's latest run with counts per status, searches, and acts through the runtime:
 // an approval clicked on a live run's pending call moves that run to its end. A page of another
 // site that tries the console's actions (a text/plain form, fetch no-cors, a CORS fetch) is
-// refused and leaves nothing in the log.
-import { mkdtempSync, rmSync } from 'node:fs';
+// refused and leaves nothing in the log. The screenshot goes to test-output/browser/console.png;
+// with TURNLOG_UPDATE_SCREENSHOTS=1 also to docs/console.png (the README's).
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -125,7 +126,12 @@ describe.skipIf(!hasChromium)('the operator console in Chromium', () => {
     const pending = row('nightly-report').locator('.pending');
     expect(await pending.locator('code').textContent()).toBe('saveNote');
     expect(await row('plants').getByRole('button').allTextContents()).toEqual(['plants']);
-    await page.locator('main').screenshot({ path: path.join(repoRoot, 'docs', 'console.png') });
+    const shot = path.join(repoRoot, 'test-output', 'browser', 'console.png');
+    mkdirSync(path.dirname(shot), { recursive: true });
+    await page.locator('main').screenshot({ path: shot });
+    if (process.env.TURNLOG_UPDATE_SCREENSHOTS === '1') {
+      copyFileSync(shot, path.join(repoRoot, 'docs', 'console.png'));
+    }
 
     // The status filter keeps the awaiting runs; the search finds one by its run id.
     await page.locator('button.status-filter[data-status="awaiting"]').click();

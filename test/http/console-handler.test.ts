@@ -265,6 +265,17 @@ describe('consoleHandler: the trust layer', () => {
     expect((await authorized.json()).total).toBe(3);
   });
 
+  it('answers a bad percent-encoding with 400, another path with 404, a GET action with 405', async () => {
+    const { store, runtime } = await threeSessions();
+    const handler = consoleHandler(runtime, { store, ...onLoopback });
+    const bad = await handler(act('/sessions/%ZZ/stop', {}));
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ reason: 'bad-request' });
+    expect((await handler(get('/sessions/ask-1/facts'))).status).toBe(404);
+    const read = await handler(get('/sessions/ask-1/decide'));
+    expect([read.status, read.headers.get('allow')]).toEqual([405, 'POST']);
+  });
+
   it('asks authorize for each read and action with its name and session', async () => {
     const { store, runtime } = await threeSessions();
     const asked: unknown[] = [];
