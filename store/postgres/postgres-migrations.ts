@@ -80,7 +80,8 @@ export const migrations: readonly Migration[] = [
     statements: [
       // Two entries per run (never one per fact): openRuns() reads the runs the log leaves open
       // from it with an index-only pass and checks the runs index against them (issue 29, item 10).
-      `CREATE INDEX facts_run_bounds ON $schema.facts (session_id, run_id, type, seq)
+      // IF NOT EXISTS: on a large facts table, an operator may build it first CONCURRENTLY.
+      `CREATE INDEX IF NOT EXISTS facts_run_bounds ON $schema.facts (session_id, run_id, type, seq)
         WHERE type IN ('run.started', 'run.ended')`,
     ],
   },

@@ -286,6 +286,31 @@ describe('postgresStore across processes', () => {
     );
   });
 
+  it('upgrades a schema at migration 1 to the facts index of run bounds, and keeps one an operator built first', async () => {
+    const store = database.open();
+    await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+    const indexes = async () =>
+      (
+        await admin.query(
+          `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = 'facts_run_bounds'`,
+          [database.schema],
+        )
+      ).rows.length;
+    // As a schema written before migration 2: no index, no row for it.
+    await admin.query(`DROP INDEX "${database.schema}".facts_run_bounds`);
+    await admin.query(`DELETE FROM "${database.schema}".migrations WHERE version = 2`);
+    expect(await indexes()).toBe(0);
+    const upgraded = database.open();
+    expect(await upgraded.openRuns()).toEqual([
+      { sessionId: 'session_a', turnId: 'turn_1', runId: 'run_1' },
+    ]);
+    expect(await indexes()).toBe(1);
+    // Built beforehand (CONCURRENTLY, by an operator): the migration keeps it.
+    await admin.query(`DELETE FROM "${database.schema}".migrations WHERE version = 2`);
+    expect(await database.open().openRuns()).toHaveLength(1);
+    expect(await indexes()).toBe(1);
+  });
+
   it('ends the pool it made on close, never a pool it was given', async () => {
     const given = new pg.Pool({ connectionString: database.url, max: 3 });
     const borrowed = database.open({ pool: given });
