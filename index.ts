@@ -150,9 +150,21 @@ export {
 } from './http/chat-handler.ts';
 export { clientAddress } from './http/client-address.ts';
 export {
+  type ConsoleHandlerOptions,
+  type ConsoleRuntime,
+  type ConsoleSession,
+  type ConsoleSessionList,
+  type ConsoleStore,
+  consoleHandler,
+} from './http/console-handler.ts';
+export {
+  errorResponse,
+  HttpAnswerError,
+  type HttpErrorListener,
   type HttpRefusalReason,
   HttpRefusedError,
   InsecureBindError,
+  logHttpError,
   refusalResponse,
 } from './http/http-errors.ts';
 export { listenTrusted } from './http/listen-trusted.ts';
@@ -210,6 +222,7 @@ export {
 export {
   createRuntime,
   defaultLimits,
+  type FollowOptions,
   type ModelSettings,
   type RecoveredRun,
   type Runtime,
