@@ -30,20 +30,6 @@ export type ChatPost =
       messageId: string | undefined;
     };
 
-/**
- * A request the chat handler answers with an error of its own (a 409 a page shows, a 404), as
- * JSON `{ error: name, message }`.
- */
-export class ChatRequestError extends Error {
-  readonly status: number;
-
-  constructor(options: { status: number; name: string; message: string }) {
-    super(options.message);
-    this.name = options.name;
-    this.status = options.status;
-  }
-}
-
 /** A 400 for a body that is not what `DefaultChatTransport` sends (the trust layer's refusal). */
 export function badRequest(message: string): HttpRefusedError {
   return new HttpRefusedError({ reason: 'bad-request', message });

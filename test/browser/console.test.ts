@@ -160,6 +160,16 @@ describe.skipIf(!hasChromium)('the operator console in Chromium', () => {
     expect(log.filter((fact) => fact.type === 'tool.started')).toHaveLength(1);
     expect(log.at(-1)).toMatchObject({ type: 'run.ended', status: 'completed' });
     expect(answered).toContain('POST /api/console/sessions/nightly-report/decide 200');
+
+    // The session's name opens its timeline below the list, to its last fact.
+    await row('nightly-report').getByRole('button', { name: 'nightly-report' }).click();
+    await eventually(() =>
+      page.getByRole('list', { name: 'timeline' }).locator('.type').last().textContent(),
+    ).toBe('run.ended');
+    expect(await page.getByRole('list', { name: 'timeline' }).locator('li').count()).toBe(
+      log.length,
+    );
+    expect(new URL(page.url()).searchParams.get('session')).toBe('nightly-report');
   });
 
   it('refuses another site approving through the console, by form, no-cors or CORS fetch: nothing reaches the log', async () => {
