@@ -1,4 +1,4 @@
-import { createUIMessageStreamResponse } from 'ai';
+import { uiMessageStreamResponse } from '../adapters/ui/ui-chat-messages.ts';
 import { toUIMessageStream, toUIMessages } from '../adapters/ui/ui-message-stream.ts';
 import type { Fact, PermissionDecision } from '../events/facts.ts';
 import type { TurnHandle } from '../machines/effects/turn-channel.ts';
@@ -382,5 +382,5 @@ class Following {
 }
 
 function streamResponse(stream: ReturnType<typeof toUIMessageStream>): Response {
-  return createUIMessageStreamResponse({ stream });
+  return uiMessageStreamResponse(stream);
 }

@@ -1,5 +1,5 @@
-import { isToolUIPart, validateUIMessages } from 'ai';
-import { type ApprovalDecision, decisionFromApproval } from '../adapters/ui/ui-approval.ts';
+import type { ApprovalDecision } from '../adapters/ui/ui-approval.ts';
+import { answeredApprovals, validTurnlogUIMessages } from '../adapters/ui/ui-chat-messages.ts';
 import type { TurnlogUIMessage } from '../adapters/ui/ui-message-types.ts';
 import { HttpRefusedError } from './http-errors.ts';
 
@@ -51,9 +51,7 @@ export async function readChatPost(body: unknown): Promise<ChatPost> {
   }
   let messages: TurnlogUIMessage[];
   try {
-    messages = await validateUIMessages<TurnlogUIMessage>({
-      messages: (body as Record<string, unknown>).messages,
-    });
+    messages = await validTurnlogUIMessages((body as Record<string, unknown>).messages);
   } catch (error) {
     throw badRequest(`"messages" are not valid UI messages: ${(error as Error).message}`);
   }
@@ -77,15 +75,11 @@ export async function readChatPost(body: unknown): Promise<ChatPost> {
 
 /** The decisions a person answered in an assistant message (never the policy's). */
 function answersOf(message: TurnlogUIMessage) {
-  const answers: ApprovalDecision[] = [];
-  for (const part of message.parts) {
-    if (!isToolUIPart(part) || part.state !== 'approval-responded') continue;
-    if (part.approval.isAutomatic === true) continue;
-    try {
-      answers.push(decisionFromApproval(part.approval));
-    } catch (error) {
-      throw badRequest((error as Error).message);
-    }
+  let answers: ReturnType<typeof answeredApprovals>;
+  try {
+    answers = answeredApprovals(message);
+  } catch (error) {
+    throw badRequest((error as Error).message);
   }
   if (answers.length === 0) {
     throw badRequest('The last message answers no approval; send a user message.');
