@@ -136,6 +136,7 @@ describe('model-based coverage of the turn machine', () => {
       'awaitingPermission|run.recovered',
       'awaitingPermission|tool.indeterminate',
       'settlingTools.reconciling|run.recovered',
+      'settlingTools.reconciling|tool.permission.decided',
       'settlingTools.reconciling|tool.indeterminate',
       'settlingTools.reconciling|tool.reconciled',
       'settlingTools.reconciling|tool.settled',
