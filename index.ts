@@ -150,6 +150,14 @@ export {
 } from './http/chat-handler.ts';
 export { clientAddress } from './http/client-address.ts';
 export {
+  type ConsoleHandlerOptions,
+  type ConsoleRuntime,
+  type ConsoleSession,
+  type ConsoleSessionList,
+  type ConsoleStore,
+  consoleHandler,
+} from './http/console-handler.ts';
+export {
   type HttpRefusalReason,
   HttpRefusedError,
   InsecureBindError,
@@ -210,6 +218,7 @@ export {
 export {
   createRuntime,
   defaultLimits,
+  type FollowOptions,
   type ModelSettings,
   type RecoveredRun,
   type Runtime,

@@ -127,6 +127,12 @@ export interface SendInput {
   settings?: ModelSettings;
 }
 
+/** What `runtime.follow()` takes besides the session. */
+export interface FollowOptions {
+  /** Lets the handle go when it aborts: the runtime keeps nothing of it (see `follow`). */
+  signal?: AbortSignal;
+}
+
 /** A file attached to a user message (`send({ files })`). */
 export interface UserFile {
   mediaType: string;
@@ -165,9 +171,19 @@ export interface Runtime {
    * from the log), then live until `run.ended`; `undefined` when the session has no unfinished
    * run. What a chat route serves to a client that reconnects (`resumeStream()`), with no map of
    * handles to keep: each call is a new handle, which costs the runtime a few hundred bytes until
-   * the run ends.
+   * the run ends, or until `signal` aborts: the handle is then let go (its events end, its `done`
+   * rejects with the signal's reason) and the runtime keeps nothing of it; a run nobody drives
+   * here whose handles were all let go is no longer followed. A server following a run for a
+   * request passes a signal it aborts when the response ends or the client leaves, so a run
+   * waiting long for a person costs nothing per reload.
+   *
+   * @example
+   * const controller = new AbortController();
+   * const turn = await runtime.follow('s-1', { signal: controller.signal });
+   * // ... stream turn.events to the client; when it leaves:
+   * controller.abort();
    */
-  follow(sessionId: string): Promise<TurnHandle | undefined>;
+  follow(sessionId: string, options?: FollowOptions): Promise<TurnHandle | undefined>;
   /** The decisions a person owes in this session. */
   pending(sessionId: string): Promise<PendingDecision[]>;
   /** The messages the model would see next, projected from the log. */
@@ -379,9 +395,9 @@ class DefaultRuntime implements Runtime {
     });
   }
 
-  async follow(sessionId: string): Promise<TurnHandle | undefined> {
+  async follow(sessionId: string, options?: FollowOptions): Promise<TurnHandle | undefined> {
     const id = checkSessionId(sessionId, 'follow');
-    return this.#runs.withSession(id, () => this.#runs.follow(id));
+    return this.#runs.withSession(id, () => this.#runs.follow(id, options?.signal));
   }
 
   async pending(sessionId: string): Promise<PendingDecision[]> {

@@ -4,14 +4,23 @@
 // run: the same number of sessions holding only a tail (what openRuns() cost when it trusted the
 // header: one record and one tail per session), and a full read of every session.
 // Files are written just before, so they are read from the OS cache (a warm restart).
+// postgresStore (benchPostgresOpenRuns): openRuns() joins the runs index with the runs the facts
+// leave open (index facts_run_bounds); baseline, in the same run and schema, the index-only query
+// it used before. On TURNLOG_BENCH_PG, else 127.0.0.1:5432/test.
 // Run alone: npx node bench/open-runs.ts [sessions] [facts per session]
+//            npx node bench/open-runs.ts postgres [sessions] [runs per session]
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import type { NewFact } from '../events/facts.ts';
 import { lowdbStore } from '../store/folder/lowdb-store.ts';
 import { nodeStoreFs, type StoreFs } from '../store/folder/store-fs.ts';
+import { postgresSchema } from '../store/postgres/postgres-connection.ts';
+import { readOpenRuns } from '../store/postgres/postgres-open-runs.ts';
+import { postgresStore } from '../store/postgres/postgres-store.ts';
+import { postgresConnection } from './postgres-checkpointer.ts';
 import { median } from './stats.ts';
 import { type BenchTable, formatMs } from './table.ts';
 
@@ -142,8 +151,134 @@ export function openRunsTable(rows: OpenRunsRow[]): BenchTable {
   };
 }
 
+/** One postgresStore measurement: medians of `rounds` alternating calls of each query. */
+export interface PostgresOpenRunsRow {
+  sessions: number;
+  runsEach: number;
+  facts: number;
+  openRuns: number;
+  indexOnlyMs: number;
+  checkedMs: number;
+}
+
+const benchSchema = 'turnlog_bench_open_runs';
+
+/**
+ * Fills a fresh schema (made by postgresStore's migrations) with `sessions` sessions of
+ * `runsEach` runs of 8 facts each, the last run of every session left open (parked), in SQL.
+ */
+async function fillPostgres(pool: pg.Pool, sessions: number, runsEach: number): Promise<void> {
+  await pool.query(`DROP SCHEMA IF EXISTS ${benchSchema} CASCADE`);
+  const store = postgresStore({ pool, schema: benchSchema });
+  await store.sessions();
+  await store.close();
+  const per = runsEach * 8;
+  await pool.query(
+    `INSERT INTO ${benchSchema}.facts (session_id, seq, id, run_id, type, body)
+     SELECT 's' || s, seq, 'f' || seq, 'run_' || ((seq - 1) / 8),
+       CASE WHEN (seq - 1) % 8 = 0 THEN 'run.started'
+            WHEN (seq - 1) % 8 = 7 AND seq < $2 THEN 'run.ended' ELSE 'steering.received' END,
+       '{}'::json
+     FROM generate_series(1, $1::int) AS s, generate_series(1, $2::int) AS seq
+     WHERE seq < $2 OR (seq - 1) % 8 <> 7`,
+    [sessions, per],
+  );
+  await pool.query(
+    `INSERT INTO ${benchSchema}.sessions (session_id, last_seq)
+     SELECT session_id, max(seq) FROM ${benchSchema}.facts GROUP BY session_id`,
+  );
+  await pool.query(
+    `INSERT INTO ${benchSchema}.runs (session_id, run_id, turn_id, started_seq, ended_seq)
+     SELECT session_id, run_id, 'turn_1', min(seq) FILTER (WHERE type = 'run.started'),
+       min(seq) FILTER (WHERE type = 'run.ended')
+     FROM ${benchSchema}.facts GROUP BY session_id, run_id`,
+  );
+  await pool.query(`VACUUM ANALYZE ${benchSchema}.facts, ${benchSchema}.runs`);
+}
+
+/** postgresStore's openRuns(): checked against the log, and the index-only query of before. */
+export async function benchPostgresOpenRuns(
+  sessions = 10_000,
+  runsEach = 4,
+  rounds = 9,
+): Promise<PostgresOpenRunsRow> {
+  const pool = new pg.Pool({ ...postgresConnection(), max: 2 });
+  try {
+    await fillPostgres(pool, sessions, runsEach);
+    const schema = postgresSchema(benchSchema);
+    const indexOnly = () =>
+      pool.query(
+        `SELECT session_id, turn_id, run_id FROM ${schema.sql}.runs
+         WHERE started_seq IS NOT NULL AND ended_seq IS NULL ORDER BY session_id, started_seq`,
+      );
+    const indexOnlyMs: number[] = [];
+    const checkedMs: number[] = [];
+    let openRuns = 0;
+    for (let round = 0; round < rounds + 1; round += 1) {
+      let started = performance.now();
+      const before = (await indexOnly()).rows.length;
+      const index = performance.now() - started;
+      started = performance.now();
+      const { runs, findings } = await readOpenRuns(pool, schema);
+      const checked = performance.now() - started;
+      if (runs.length !== before || findings.length > 0) {
+        throw new Error(`bench: ${runs.length} checked open runs, ${before} in the index`);
+      }
+      openRuns = runs.length;
+      if (round === 0) continue; // warm-up
+      indexOnlyMs.push(index);
+      checkedMs.push(checked);
+    }
+    const facts = sessions * (runsEach * 8 - 1);
+    return {
+      sessions,
+      runsEach,
+      facts,
+      openRuns,
+      indexOnlyMs: median(indexOnlyMs),
+      checkedMs: median(checkedMs),
+    };
+  } finally {
+    await pool.query(`DROP SCHEMA IF EXISTS ${benchSchema} CASCADE`);
+    await pool.end();
+  }
+}
+
+export function postgresOpenRunsTable(row: PostgresOpenRunsRow): BenchTable {
+  return {
+    title: 'postgresStore openRuns(): the runs index checked against the facts (issue 29)',
+    columns: [
+      'sessions',
+      'runs each (last open)',
+      'facts',
+      'open runs',
+      'index only (before)',
+      'checked against the log',
+      'ratio',
+    ],
+    rows: [
+      [
+        String(row.sessions),
+        String(row.runsEach),
+        String(row.facts),
+        String(row.openRuns),
+        formatMs(row.indexOnlyMs),
+        formatMs(row.checkedMs),
+        `${(row.checkedMs / row.indexOnlyMs).toFixed(2)}×`,
+      ],
+    ],
+  };
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const [sessions, facts] = process.argv.slice(2).map(Number);
-  const rows = await benchOpenRuns(sessions || undefined, facts || undefined);
-  console.log(JSON.stringify(openRunsTable(rows), null, 2));
+  const [first, ...rest] = process.argv.slice(2);
+  if (first === 'postgres') {
+    const [sessions, runsEach] = rest.map(Number);
+    const row = await benchPostgresOpenRuns(sessions || undefined, runsEach || undefined);
+    console.log(JSON.stringify(postgresOpenRunsTable(row), null, 2));
+  } else {
+    const [sessions, facts] = [first, ...rest].map(Number);
+    const rows = await benchOpenRuns(sessions || undefined, facts || undefined);
+    console.log(JSON.stringify(openRunsTable(rows), null, 2));
+  }
 }

@@ -8,7 +8,12 @@ import { benchDeployCheck, deployCheckTable } from './deploy-check.ts';
 import { benchLiveReplay, liveReplayTable } from './live-replay-memory.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
 import { describeMachine } from './machine.ts';
-import { benchOpenRuns, openRunsTable } from './open-runs.ts';
+import {
+  benchOpenRuns,
+  benchPostgresOpenRuns,
+  openRunsTable,
+  postgresOpenRunsTable,
+} from './open-runs.ts';
 import { benchOverhead, overheadTable } from './overhead.ts';
 import { benchParkedMemory, parkedMemoryTable } from './parked-memory.ts';
 import { benchPostgresStore, postgresStoreTable } from './postgres-store.ts';
@@ -50,6 +55,8 @@ const benchmarks: Record<string, () => Promise<BenchTable | BenchTable[]>> = {
   'deploy-check': async () => deployCheckTable(await benchDeployCheck()),
   // openRuns() after a reopen, the tail summary checked against the log (issue 29, item 10).
   'open-runs': async () => openRunsTable(await benchOpenRuns()),
+  // postgresStore's openRuns(): the runs index checked against the facts, 10,000 sessions.
+  'open-runs-pg': async () => postgresOpenRunsTable(await benchPostgresOpenRuns()),
   // Purging 100,000 ended sessions on lowdbStore and postgresStore (issue 27).
   retention: async () => retentionTable(await benchRetention()),
 };

@@ -1,17 +1,16 @@
+import { durationMs } from '../operations/session-overview.ts';
 import { CliError } from './cli-error.ts';
-
-const units: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** `90s`, `30m`, `2h`, `7d` in milliseconds; anything else is a usage error naming `option`. */
 export function parseDuration(text: string, option: string): number {
-  const match = /^(\d+(?:\.\d+)?)([smhd])$/.exec(text.trim());
-  if (match === null) {
+  const ms = durationMs(text);
+  if (ms === undefined) {
     throw new CliError({
       message: `turnlog: --${option} ${text} is not a duration; write a number and a unit: 90s, 30m, 2h, 7d`,
       exit: 'usage',
     });
   }
-  return Number(match[1]) * (units[match[2] as string] as number);
+  return ms;
 }
 
 /** A whole number ≥ 1 given as an option's text. */

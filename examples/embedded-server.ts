@@ -12,7 +12,8 @@
 // and the web example (examples/web, built by `npm run web`): the chat page at /, talking to
 // /api/chat as useChat does (`chatHandler`; a page whose run waits for a person follows it
 // through /api/chat/:id/moved), and the log viewer at /log
-// (examples/web/server/log-routes.ts).
+// (examples/web/server/log-routes.ts), whose sessions list and actions are the operator
+// console's API under /api/console (`consoleHandler`).
 // Every route goes through turnlog's trust layer (http/, architecture/http.md): it answers only a
 // Host that is loopback or allowed (DNS rebinding), acts only for this origin's pages (Origin,
 // Sec-Fetch-Site) with application/json bodies (a cross-site form or no-cors fetch is refused),
@@ -27,6 +28,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import {
   chatHandler,
+  consoleHandler,
   createNodeHandler,
   decodePathSegment,
   HttpRefusedError,
@@ -105,6 +107,8 @@ export async function startServer(options: ServerOptions = {}) {
     // The routes useChat talks to: runtime.follow() rebuilds any run's stream from the log.
     chat: chatHandler(runtime, { guard }),
     log: createLogRoutes({ runtime, store, recovered }),
+    // The operator console: the sessions list and its actions, through runtime.decide()/stop().
+    console: consoleHandler(runtime, { store, guard }),
   };
   const handler = createNodeHandler((request) => answer(server, request));
   const responses = new Set<ServerResponse>();
@@ -156,6 +160,7 @@ interface Server {
   /** Open event and UI message streams (ended or cut at shutdown). */
   streams: OpenStreams;
   chat: (request: Request) => Promise<Response>;
+  console: (request: Request) => Promise<Response>;
   log: ReturnType<typeof createLogRoutes>;
 }
 
@@ -231,7 +236,7 @@ async function sessionRoute(
 
 /** The web example's routes (the chat, the log viewer, the pages); `undefined` when not one of them. */
 async function webRoute(
-  { guard, streams, chat, log }: Server,
+  { guard, streams, chat, console: operator, log }: Server,
   url: URL,
   request: Request,
 ): Promise<Response | undefined> {
@@ -239,6 +244,7 @@ async function webRoute(
   if (pathname === '/api/chat' || pathname.startsWith('/api/chat/')) {
     return cutAtShutdown(await chat(request), streams);
   }
+  if (pathname.startsWith('/api/console/')) return operator(request);
   if (
     request.method === 'GET' &&
     (pathname === '/' || pathname === '/log' || pathname.startsWith('/assets/'))

@@ -1,7 +1,6 @@
 import { createUIMessageStreamResponse } from 'ai';
 import { toUIMessageStream, toUIMessages } from '../adapters/ui/ui-message-stream.ts';
 import type { Fact, PermissionDecision } from '../events/facts.ts';
-import { TurnlogError } from '../events/turnlog-error.ts';
 import type { TurnHandle } from '../machines/effects/turn-channel.ts';
 import { SessionBusyError } from '../runtime-errors.ts';
 import {
@@ -13,6 +12,11 @@ import {
   textOf,
 } from './chat-request.ts';
 import { HttpRefusedError, refusalResponse } from './http-errors.ts';
+import {
+  jsonResponse as json,
+  methodNotAllowed as notAllowed,
+  statusOfTurnlogError,
+} from './json-answers.ts';
 import { decodePathSegment } from './request-body.ts';
 import { type RequestAction, RequestGuard, type RequestGuardOptions } from './request-guard.ts';
 
@@ -33,7 +37,7 @@ export interface ChatRuntime {
   }): Promise<void>;
   stop(input: { sessionId: string; reason?: string }): Promise<void>;
   facts(sessionId: string): Promise<Fact[]>;
-  follow(sessionId: string): Promise<TurnHandle | undefined>;
+  follow(sessionId: string, options?: { signal?: AbortSignal }): Promise<TurnHandle | undefined>;
 }
 
 /**
@@ -58,19 +62,6 @@ export interface ChatHandlerOptions<TSendExtras = Record<string, never>>
   /** Told of each error answered 500 (a bug, or the store failing). Default `console.error`. */
   onError?: (error: unknown) => void;
 }
-
-/** The HTTP status of each turnlog error the routes can meet; any other is a 500. */
-const statusOfError: Record<string, number> = {
-  InvalidArgumentError: 400,
-  InvalidDecisionError: 400,
-  NoActiveRunError: 404,
-  UnknownDecisionError: 404,
-  SessionBusyError: 409,
-  DamagedSessionError: 409,
-  DecisionConflictError: 409,
-  DecisionMismatchError: 409,
-  RuntimeClosedError: 503,
-};
 
 type SendExtrasOf<TRuntime extends ChatRuntime> = Omit<
   Parameters<TRuntime['send']>[0],
@@ -178,7 +169,7 @@ class ChatRoutes {
       case 'message':
         return this.#send(request, sessionId, post);
       case 'answers':
-        return this.#answer(sessionId, post);
+        return this.#answer(request, sessionId, post);
       case 'regenerate':
         return this.#regenerate(request, sessionId, post);
       default: {
@@ -251,23 +242,26 @@ class ChatRoutes {
 
   /** Approvals answered: each decision recorded (bound to its input hash), then the rest of the run. */
   async #answer(
+    request: Request,
     sessionId: string,
     post: Extract<ChatPost, { kind: 'answers' }>,
   ): Promise<Response> {
     // I5: each decision is bound to the input hash its approval was requested for.
     for (const answer of post.answers) await this.#runtime.decide({ sessionId, ...answer });
-    return streamResponse(
-      toUIMessageStream(
-        await this.#runOf(sessionId, post.runId),
-        post.afterSeq === undefined ? {} : { afterSeq: post.afterSeq },
-      ),
+    const following = new Following(request);
+    const run = await this.#runOf(sessionId, post.runId, following);
+    const stream = toUIMessageStream(
+      run,
+      post.afterSeq === undefined ? {} : { afterSeq: post.afterSeq },
     );
+    return streamResponse(following.until(stream));
   }
 
   /** The run's events: followed live while it is unfinished, else its facts from the log. */
-  async #runOf(sessionId: string, runId: string | undefined) {
-    const turn = await this.#runtime.follow(sessionId);
+  async #runOf(sessionId: string, runId: string | undefined, following: Following) {
+    const turn = await this.#runtime.follow(sessionId, { signal: following.signal });
     if (turn !== undefined && (runId === undefined || turn.runId === runId)) return turn;
+    following.release();
     const facts = await this.#runtime.facts(sessionId);
     const run = runId ?? facts.at(-1)?.runId ?? '';
     return { sessionId, runId: run, events: facts.filter((fact) => fact.runId === run) };
@@ -284,9 +278,10 @@ class ChatRoutes {
     switch (route.action) {
       case 'resume': {
         await this.#guard.check(request, action);
-        const turn = await this.#runtime.follow(sessionId);
+        const following = new Following(request);
+        const turn = await this.#runtime.follow(sessionId, { signal: following.signal });
         if (turn === undefined) return new Response(null, { status: 204 });
-        return streamResponse(toUIMessageStream(turn));
+        return streamResponse(following.until(toUIMessageStream(turn)));
       }
       case 'messages':
         await this.#guard.check(request, action);
@@ -297,7 +292,7 @@ class ChatRoutes {
         return json(200, { stopped: true });
       case 'moved':
         await this.#guard.check(request, action);
-        return this.#moved(sessionId, new URL(request.url).searchParams.get('after'));
+        return this.#moved(request, sessionId);
       default: {
         const unknown: never = route.action;
         throw new Error(`chatHandler: no route ${String(unknown)}`);
@@ -310,15 +305,19 @@ class ChatRoutes {
    * fact after `N` (a decision made on another page, a stop), 204 at once when it has none. A
    * page whose run waits for a person holds one open and, when it answers, resumes the stream.
    */
-  async #moved(sessionId: string, afterParameter: string | null): Promise<Response> {
-    const after = Number(afterParameter ?? Number.NaN);
+  async #moved(request: Request, sessionId: string): Promise<Response> {
+    const after = Number(new URL(request.url).searchParams.get('after') ?? Number.NaN);
     if (!Number.isSafeInteger(after) || after < 0) {
       throw badRequest('"after" must be the seq the page has seen (?after=N).');
     }
-    const turn = await this.#runtime.follow(sessionId);
+    const following = new Following(request);
+    const turn = await this.#runtime.follow(sessionId, { signal: following.signal });
     if (turn === undefined) return new Response(null, { status: 204 });
     const events = turn.events[Symbol.asyncIterator]();
-    const release = () => void Promise.resolve(events.return?.()).catch(() => {});
+    const release = () => {
+      following.release();
+      void Promise.resolve(events.return?.()).catch(() => {});
+    };
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
         for (let next = await events.next(); !next.done; next = await events.next()) {
@@ -341,11 +340,9 @@ class ChatRoutes {
     if (error instanceof ChatRequestError) {
       return json(error.status, { error: error.name, message: error.message });
     }
-    if (TurnlogError.isTurnlogError(error) && error.name in statusOfError) {
-      return json(statusOfError[error.name] as number, {
-        error: error.name,
-        message: error.message,
-      });
+    const status = statusOfTurnlogError(error);
+    if (status !== undefined && error instanceof Error) {
+      return json(status, { error: error.name, message: error.message });
     }
     (this.#options.onError ?? console.error)(error);
     return json(500, {
@@ -355,18 +352,50 @@ class ChatRoutes {
   }
 }
 
-function json(status: number, value: unknown): Response {
-  return new Response(JSON.stringify(value), {
-    status,
-    headers: { 'content-type': 'application/json; charset=utf-8' },
-  });
-}
+/**
+ * One request's handle of a run (`runtime.follow`), let go when the response it feeds ends, is
+ * cancelled (the client left) or the request aborts: a run waiting long for a person keeps
+ * nothing of the pages that reloaded or long-polled it.
+ */
+class Following {
+  readonly #controller = new AbortController();
 
-function notAllowed(method: string): Response {
-  return new Response(
-    JSON.stringify({ error: 'MethodNotAllowed', message: `Use ${method} for this route.` }),
-    { status: 405, headers: { allow: method, 'content-type': 'application/json; charset=utf-8' } },
-  );
+  constructor(request: Request) {
+    if (request.signal.aborted) this.release();
+    else request.signal.addEventListener('abort', () => this.release(), { once: true });
+  }
+
+  /** What `follow()` is given: aborted once the response is done with the handle. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** Lets the handle go (again: nothing). */
+  release(): void {
+    this.#controller.abort(new Error('chatHandler: the response following this run ended'));
+  }
+
+  /** `stream`, which lets the handle go once it ends, fails or is cancelled. */
+  until<T>(stream: ReadableStream<T>): ReadableStream<T> {
+    const reader = stream.getReader();
+    return new ReadableStream<T>({
+      pull: async (controller) => {
+        try {
+          const next = await reader.read();
+          if (!next.done) return controller.enqueue(next.value);
+          this.release();
+          controller.close();
+        } catch (error) {
+          this.release();
+          controller.error(error);
+        }
+      },
+      cancel: async (reason) => {
+        this.release();
+        await reader.cancel(reason);
+      },
+    });
+  }
 }
 
 function streamResponse(stream: ReturnType<typeof toUIMessageStream>): Response {

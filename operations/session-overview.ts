@@ -93,3 +93,18 @@ export function matchesFilter(overview: SessionOverview, filter: SessionFilter):
   }
   return true;
 }
+
+/** The order `turnlog sessions` and the console list sessions in: the quietest first. */
+export function quietestFirst(left: SessionOverview, right: SessionOverview): number {
+  return left.lastAt.localeCompare(right.lastAt) || left.sessionId.localeCompare(right.sessionId);
+}
+
+const durationUnits: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `90s`, `30m`, `2h`, `7d` in milliseconds (an "older than" filter); `undefined` for anything else. */
+export function durationMs(text: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)([smhd])$/.exec(text.trim());
+  return match === null
+    ? undefined
+    : Number(match[1]) * (durationUnits[match[2] as string] as number);
+}

@@ -1,5 +1,6 @@
 import {
   matchesFilter,
+  quietestFirst,
   type SessionFilter,
   type SessionOverview,
   type SessionStatus,
@@ -85,10 +86,7 @@ async function listSessions(
     progress.advance();
   }
   progress.done();
-  return found.sort(
-    (left, right) =>
-      left.lastAt.localeCompare(right.lastAt) || left.sessionId.localeCompare(right.sessionId),
-  );
+  return found.sort(quietestFirst);
 }
 
 function printSessions(context: CommandContext, shown: SessionOverview[], total: number): void {

@@ -118,7 +118,7 @@ class LiveRun {
  */
 export class LiveRuns implements TenureHost {
   /** The sinks of the unfinished runs' handles. */
-  readonly handles = new RunHandles();
+  readonly handles = new RunHandles((ids, sinks) => this.#unread(ids, sinks));
   readonly #options: LiveRunsOptions;
   readonly #store: EventStore;
   readonly #tenure: RunTenure;
@@ -249,14 +249,16 @@ export class LiveRuns implements TenureHost {
    * feeds it once something rebuilds it; with a worker, a run driven elsewhere (or by nobody) is
    * followed through the store until it ends. Called under the session's lock, so the run is not
    * started, rebuilt or dropped meanwhile; a live driver appends only synchronously to its handles.
+   * When `signal` aborts, the handle is let go (`RunHandles.letGo`): nothing of it is kept.
    */
-  async follow(sessionId: string): Promise<TurnHandle | undefined> {
+  async follow(sessionId: string, signal?: AbortSignal): Promise<TurnHandle | undefined> {
     const live = this.#live.get(sessionId)?.driver;
     if (live !== undefined) {
       const ids = { sessionId, turnId: live.turnId, runId: live.runId };
       return this.handles.newHandle(
         ids,
         live.facts().filter((fact) => fact.runId === ids.runId),
+        signal,
       );
     }
     const facts = await this.facts(sessionId);
@@ -265,9 +267,21 @@ export class LiveRuns implements TenureHost {
     const handle = this.handles.newHandle(
       ids,
       facts.filter((fact) => fact.runId === ids.runId),
+      signal,
     );
-    this.#tenure.follow(ids);
+    // Let go already (an aborted signal): nothing to follow.
+    if (signal?.aborted !== true) this.#tenure.follow(ids);
     return handle;
+  }
+
+  /**
+   * Every handle of the run was let go: a run driven here keeps its sinks (its driver feeds
+   * them, now nobody); any other is forgotten, and no longer followed through the store.
+   */
+  #unread(ids: RunIds, sinks: RunSinks): void {
+    if (this.#live.get(ids.sessionId)?.driver.runId === ids.runId) return;
+    this.handles.discard(ids.runId, sinks);
+    this.#tenure.unfollow(ids);
   }
 
   /**

@@ -60,6 +60,11 @@ export interface RunTenure {
    * follow (a parked run is rebuilt here, and feeds the handle then).
    */
   follow(ids: RunIds): void;
+  /**
+   * Every handle of a run nobody drives here was let go (their `follow()` signals aborted): with
+   * a worker, the run is followed through the store no more.
+   */
+  unfollow(ids: RunIds): void;
   /** A driver of the run starts here (its handles have sinks already): its part begins. */
   drive(ids: RunIds, driver: RunDriver): void;
   /**

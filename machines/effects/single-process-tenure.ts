@@ -32,6 +32,8 @@ export class SingleProcessTenure implements RunTenure {
 
   follow(): void {}
 
+  unfollow(): void {}
+
   drive(): void {}
 
   /** A store for one process has no inbox: every request is done by its caller. */

@@ -67,6 +67,8 @@ export interface TurnSink {
   push(event: TurnEvent): void;
   end(result: TurnResult): void;
   fail(error: unknown): void;
+  /** The handle was let go (`follow`'s signal aborted): its events end, its `done` rejects with `reason`. */
+  letGo(reason: unknown): void;
 }
 
 /** A handle for the caller and the sink the runtime feeds it through. */
@@ -126,6 +128,11 @@ class ChannelSink implements TurnSink {
   fail(error: unknown) {
     this.bufferRef.deref()?.close(error);
     this.reject(error);
+  }
+
+  letGo(reason: unknown) {
+    this.bufferRef.deref()?.close();
+    this.reject(reason);
   }
 }
 

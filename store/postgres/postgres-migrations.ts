@@ -35,7 +35,7 @@ export const migrations: readonly Migration[] = [
         PRIMARY KEY (session_id, seq),
         UNIQUE (session_id, id)
       )`,
-      // One row per run: openRuns() reads the partial index, never the facts.
+      // One row per run: openRuns() reads its partial index, checked against facts_run_bounds.
       `CREATE TABLE $schema.runs (
         session_id text NOT NULL,
         run_id text NOT NULL,
@@ -72,6 +72,17 @@ export const migrations: readonly Migration[] = [
         session_id text PRIMARY KEY,
         body json NOT NULL
       )`,
+    ],
+  },
+  {
+    version: 2,
+    name: 'facts index of run starts and ends, to check the runs index against the log',
+    statements: [
+      // Two entries per run (never one per fact): openRuns() reads the runs the log leaves open
+      // from it with an index-only pass and checks the runs index against them (issue 29, item 10).
+      // IF NOT EXISTS: on a large facts table, an operator may build it first CONCURRENTLY.
+      `CREATE INDEX IF NOT EXISTS facts_run_bounds ON $schema.facts (session_id, run_id, type, seq)
+        WHERE type IN ('run.started', 'run.ended')`,
     ],
   },
 ];

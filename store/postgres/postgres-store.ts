@@ -36,6 +36,7 @@ import { appendFacts, readFacts } from './postgres-facts.ts';
 import { PostgresInbox } from './postgres-inbox.ts';
 import { PostgresLeases } from './postgres-leases.ts';
 import { PostgresNotifications } from './postgres-notifications.ts';
+import { readOpenRuns } from './postgres-open-runs.ts';
 import { StorePool } from './postgres-pool.ts';
 import { endedSessions, importFacts, removeSessions } from './postgres-retention.ts';
 import { SessionQueues } from './postgres-session-queues.ts';
@@ -193,18 +194,14 @@ class PostgresEventStore implements PostgresStore {
   }
 
   async openRuns(): Promise<OpenRun[]> {
-    // From the runs index (a partial index of open runs), never a scan of the facts.
-    const { rows } = await this.#query('openRuns', (pool) =>
-      pool.query(
-        `SELECT session_id, turn_id, run_id FROM ${this.#schema.sql}.runs
-       WHERE started_seq IS NOT NULL AND ended_seq IS NULL ORDER BY session_id, started_seq`,
-      ),
+    // The runs index checked against the facts' run.started/run.ended (the log is the truth).
+    const { runs, findings } = await this.#query('openRuns', (pool) =>
+      readOpenRuns(pool, this.#schema),
     );
-    const runs = rows.map((row) => ({
-      sessionId: String(row.session_id),
-      turnId: String(row.turn_id),
-      runId: String(row.run_id),
-    }));
+    for (const finding of findings) {
+      const sessionId = finding.sessionId ?? '';
+      if (!this.#findings.has(sessionId)) this.#findings.set(sessionId, finding);
+    }
     // JavaScript's order of session ids, as every store gives it (the stable sort keeps start order).
     return runs.sort((left, right) => compare(left.sessionId, right.sessionId));
   }

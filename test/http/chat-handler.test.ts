@@ -344,3 +344,64 @@ describe('chatHandler', () => {
     expect(refused.status).toBe(400);
   });
 });
+
+/** Lets what the event loop has queued run (pipes passing a cancel on), without waiting on time. */
+async function settled() {
+  for (let turn = 0; turn < 3; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe('chatHandler follows a run only while a response needs it', () => {
+  /** The runtime, with a count of the handles `follow()` gave that were never let go. */
+  function counting(inner: Runtime) {
+    const held = { count: 0 };
+    const follow: Runtime['follow'] = async (sessionId, options) => {
+      const turn = await inner.follow(sessionId, options);
+      const signal = options?.signal;
+      if (turn === undefined || signal?.aborted) return turn;
+      held.count += 1;
+      signal?.addEventListener('abort', () => {
+        held.count -= 1;
+      });
+      return turn;
+    };
+    return { runtime: { ...inner, follow } as Runtime, held };
+  }
+
+  it('keeps what it held after the first of 200 abandoned long polls and resumes of a parked run', async () => {
+    const { runtime: inner } = addRuntime('ask');
+    const { runtime, held } = counting(inner);
+    const handler = chatHandler(
+      {
+        send: (input) => inner.send(input),
+        decide: (input) => inner.decide(input),
+        stop: (input) => inner.stop(input),
+        facts: (sessionId) => inner.facts(sessionId),
+        follow: runtime.follow,
+      },
+      onLoopback,
+    );
+    const parked = (
+      await readResponseLikeUseChat(await handler(post({ id: 'c20', messages: [user('Add')] })))
+    ).message as TurnlogUIMessage;
+    const seq = parked.metadata?.seq as number;
+    let afterFirst: number | undefined;
+    for (let visit = 0; visit < 200; visit += 1) {
+      const moved = await handler(get(`/api/chat/c20/moved?after=${seq}`));
+      const resumed = await handler(get('/api/chat/c20/stream'));
+      expect([moved.status, resumed.status]).toEqual([200, 200]);
+      // The page reloads: both responses are abandoned.
+      await moved.body?.cancel();
+      await resumed.body?.cancel();
+      // A cancel reaches the handler's stream through the response's pipes, a few ticks later.
+      await settled();
+      afterFirst ??= held.count;
+    }
+    expect(afterFirst).toBe(0);
+    expect(held.count).toBe(0);
+    // The run still goes on for the page that answers.
+    const turn = await inner.follow('c20');
+    const [pending] = await inner.pending('c20');
+    await inner.decide({ sessionId: 'c20', callId: pending?.callId as string, decision: 'allow' });
+    expect(await turn?.done).toMatchObject({ status: 'completed', text: 'It is 5.' });
+  });
+});

@@ -65,4 +65,29 @@ describe('runtime.follow(sessionId)', () => {
     expect(seen.at(-1)).toMatchObject({ type: 'run.ended', status: 'aborted' });
     await runtime.close();
   });
+
+  it('lets a handle go mid-stream when its signal aborts: its events end, its done rejects, the others go on', async () => {
+    const runtime = testRuntime(memoryStore(), {
+      model: scriptedModel([{ text: ['Once ', 'upon ', 'a time'], stall: true }]),
+    });
+    const turn = await runtime.send({ sessionId: 's', text: 'A story' });
+    await until(turn, isFactOf('step.started'));
+    const controller = new AbortController();
+    const left = await runtime.follow('s', { signal: controller.signal });
+    const stays = await runtime.follow('s');
+    const leftEvents = all(left?.events ?? []);
+    const staysEvents = all(stays?.events ?? []);
+    // Deltas the reader has not reached yet may come folded into one.
+    await until(turn, (event) => event.type === 'text.delta' && event.text.endsWith('a time'));
+    const reason = new Error('the page left');
+    controller.abort(reason);
+    await expect(left?.done).rejects.toBe(reason);
+    const leftSeen = await leftEvents;
+    await runtime.stop({ sessionId: 's' });
+    expect(await stays?.done).toMatchObject({ status: 'aborted' });
+    expect(await turn.done).toMatchObject({ status: 'aborted' });
+    expect(leftSeen.some((event) => event.type === 'run.ended')).toBe(false);
+    expect((await staysEvents).at(-1)).toMatchObject({ type: 'run.ended', status: 'aborted' });
+    await runtime.close();
+  });
 });

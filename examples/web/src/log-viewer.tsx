@@ -3,12 +3,15 @@
 // next be) sent — all computed by the server from the log (examples/web/server/log-routes.ts).
 // While the session's last run is unfinished the page reads the log again every second, so it
 // follows a live run's states with nothing from the internet (the Stately inspector needs it).
+// Above it, the operator console (sessions-console.tsx): every session's latest run, filtered,
+// counted and searched, with the actions a person may take on a pending call or a live run.
 import { StrictMode, useCallback, useEffect, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import type { Fact, LogDamage, StoreFinding } from '../../../index.ts';
 import type { LogViewAtSeq } from '../server/log-view.ts';
 import type { MachineChart } from '../server/machine-chart.ts';
 import { ChartView, ReadModelView, RequestView } from './log-panels.tsx';
+import { SessionsConsole } from './sessions-console.tsx';
 import './styles.css';
 
 interface SessionLog {
@@ -57,6 +60,10 @@ function App() {
   const [sessions, setSessions] = useState<string[]>([]);
   const [session, setSession] = useState(query.get('session') ?? '');
   const [chart, setChart] = useState<MachineChart>();
+  const open = (id: string) => {
+    setSession(id);
+    setQuery({ session: id, seq: undefined });
+  };
   useEffect(() => {
     getJson<string[]>('/sessions').then(setSessions, () => setSessions([]));
     getJson<MachineChart>('/machine').then(setChart, () => {});
@@ -70,10 +77,7 @@ function App() {
           <select
             aria-label="session"
             value={session}
-            onChange={(event) => {
-              setSession(event.target.value);
-              setQuery({ session: event.target.value, seq: undefined });
-            }}
+            onChange={(event) => open(event.target.value)}
           >
             <option value="">choose…</option>
             {[...new Set([...sessions, ...(session === '' ? [] : [session])])].map((id) => (
@@ -87,6 +91,7 @@ function App() {
           <a href={`/?session=${encodeURIComponent(session)}`}>open in the chat</a>
         )}
       </header>
+      <SessionsConsole selected={session} onSelect={open} />
       {session !== '' && chart !== undefined && (
         <Session
           key={session}

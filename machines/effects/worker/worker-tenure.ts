@@ -153,6 +153,10 @@ export class WorkerTenure implements RunTenure {
     this.#followers.follow(ids);
   }
 
+  unfollow(ids: RunIds): void {
+    this.#followers.stop(ids.runId);
+  }
+
   drive(ids: RunIds, driver: RunDriver): void {
     this.#followers.drivenHere(ids, driver.facts());
     this.#inbox.take(ids, driver);

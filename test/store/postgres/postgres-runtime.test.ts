@@ -101,4 +101,43 @@ describe('a runtime on postgresStore', () => {
     expect(types.at(-1)).toBe('run.ended');
     await second.close();
   });
+
+  it('reports a session damaged when the runs index leaves out its parked run (the log is the truth), and resumes the others', async () => {
+    const generateId = sequentialIds();
+    const { tool } = addTool('ask');
+    const first = testRuntime(database.open(), {
+      generateId,
+      model: scriptedModel([
+        { toolCalls: [{ name: 'add', input: { a: 1, b: 2 } }] },
+        { toolCalls: [{ name: 'add', input: { a: 3, b: 4 } }] },
+      ]),
+      tools: { add: tool },
+    });
+    for (const sessionId of ['fine', 'hidden']) {
+      const turn = await first.send({ sessionId, text: 'add' });
+      await until(turn, isFactOf('tool.permission.requested'));
+    }
+    await first.close();
+    const admin = database.pool();
+    await admin.query(`DELETE FROM "${database.schema}".runs WHERE session_id = 'hidden'`);
+    await admin.end();
+
+    const second = testRuntime(database.open(), {
+      generateId,
+      model: scriptedModel([]),
+      tools: { add: tool },
+    });
+    const reports = await second.recover();
+    expect(reports.map((report) => [report.sessionId, report.status])).toEqual([
+      ['hidden', 'damaged'],
+      ['fine', 'parked'],
+    ]);
+    const [hidden] = reports;
+    expect(hidden?.status === 'damaged' && hidden.damage).toEqual([
+      expect.stringMatching(
+        /^postgresStore: session hidden in runtime_\w+\.runs: run \S+ is unfinished in runtime_\w+\.facts \(its run\.started is seq 1, with no run\.ended\) but the runs index does not list it as open/,
+      ),
+    ]);
+    await second.close();
+  });
 });

@@ -245,6 +245,72 @@ describe('postgresStore across processes', () => {
     ]);
   });
 
+  it('finds an unfinished run the runs index disagrees about: the log is the truth, the session is reported', async () => {
+    const store = database.open();
+    const open = (sessionId: string, runId: string) =>
+      store.append(sessionId, [storeFacts(sessionId).runStarted(`${sessionId}_1`, runId)]);
+    await open('session_a', 'run_a');
+    await open('session_hidden', 'run_h');
+    await open('session_ended', 'run_e');
+    const b = storeFacts('session_b');
+    await store.append('session_b', [b.runStarted('b1', 'run_b'), b.runEnded('b2', 'run_b')]);
+    // The index row of one open run edited away, another's marked ended; the facts say both are open.
+    await admin.query(`DELETE FROM "${database.schema}".runs WHERE session_id = 'session_hidden'`);
+    await admin.query(
+      `UPDATE "${database.schema}".runs SET ended_seq = 2 WHERE session_id = 'session_ended'`,
+    );
+
+    const reopened = database.open();
+    expect(await reopened.openRuns()).toEqual([
+      { sessionId: 'session_a', turnId: 'turn_1', runId: 'run_a' },
+    ]);
+    const findings = await reopened.findings();
+    expect(
+      findings.map(({ sessionId, kind, file, line }) => ({ sessionId, kind, file, line })),
+    ).toEqual([
+      {
+        sessionId: 'session_ended',
+        kind: 'unreadable',
+        file: `${database.schema}.runs`,
+        line: undefined,
+      },
+      {
+        sessionId: 'session_hidden',
+        kind: 'unreadable',
+        file: `${database.schema}.runs`,
+        line: undefined,
+      },
+    ]);
+    expect(findings[1]?.message).toBe(
+      `postgresStore: session session_hidden in ${database.schema}.runs: run run_h is unfinished in ${database.schema}.facts (its run.started is seq 1, with no run.ended) but the runs index does not list it as open; the log is the truth, so the session is reported and left as it is: compare its rows in ${database.schema}.runs with its facts and correct the index row`,
+    );
+  });
+
+  it('upgrades a schema at migration 1 to the facts index of run bounds, and keeps one an operator built first', async () => {
+    const store = database.open();
+    await store.append('session_a', [a.runStarted('f1', 'run_1')]);
+    const indexes = async () =>
+      (
+        await admin.query(
+          `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = 'facts_run_bounds'`,
+          [database.schema],
+        )
+      ).rows.length;
+    // As a schema written before migration 2: no index, no row for it.
+    await admin.query(`DROP INDEX "${database.schema}".facts_run_bounds`);
+    await admin.query(`DELETE FROM "${database.schema}".migrations WHERE version = 2`);
+    expect(await indexes()).toBe(0);
+    const upgraded = database.open();
+    expect(await upgraded.openRuns()).toEqual([
+      { sessionId: 'session_a', turnId: 'turn_1', runId: 'run_1' },
+    ]);
+    expect(await indexes()).toBe(1);
+    // Built beforehand (CONCURRENTLY, by an operator): the migration keeps it.
+    await admin.query(`DELETE FROM "${database.schema}".migrations WHERE version = 2`);
+    expect(await database.open().openRuns()).toHaveLength(1);
+    expect(await indexes()).toBe(1);
+  });
+
   it('ends the pool it made on close, never a pool it was given', async () => {
     const given = new pg.Pool({ connectionString: database.url, max: 3 });
     const borrowed = database.open({ pool: given });

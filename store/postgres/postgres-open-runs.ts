@@ -1,0 +1,66 @@
+import type { OpenRun, StoreFinding } from '../event-store.ts';
+import type { PgQueryable, PostgresSchema } from './postgres-connection.ts';
+
+/**
+ * The open runs of every session, with the log as the truth: one statement (one snapshot) reads
+ * the runs index's open rows and the runs the facts leave open (a `run.started` with no
+ * `run.ended`, from the partial index `facts_run_bounds`: two entries per run, never a scan of
+ * every fact) and joins them. A session where the two disagree — a run the index leaves out, or
+ * lists as open when its facts do not — is not answered: it gets an `unreadable` finding
+ * (`recover()` reports it `damaged`), never a run skipped silently. Costs one index-only pass
+ * over the runs ever started (bench/open-runs.ts); only `openRuns()` runs it, never a lease scan.
+ */
+export async function readOpenRuns(
+  db: PgQueryable,
+  schema: PostgresSchema,
+): Promise<{ runs: OpenRun[]; findings: StoreFinding[] }> {
+  const { rows } = await db.query(
+    `WITH indexed AS (
+       SELECT session_id, run_id, turn_id, started_seq FROM ${schema.sql}.runs
+       WHERE started_seq IS NOT NULL AND ended_seq IS NULL
+     ), logged AS (
+       SELECT session_id, run_id, min(seq) FILTER (WHERE type = 'run.started') AS started_seq
+       FROM ${schema.sql}.facts WHERE type IN ('run.started', 'run.ended')
+       GROUP BY session_id, run_id
+       HAVING count(*) FILTER (WHERE type = 'run.ended') = 0
+     )
+     SELECT coalesce(i.session_id, l.session_id) AS session_id,
+       coalesce(i.run_id, l.run_id) AS run_id, i.turn_id,
+       i.started_seq AS indexed_seq, l.started_seq AS logged_seq
+     FROM indexed i FULL JOIN logged l ON i.session_id = l.session_id AND i.run_id = l.run_id
+     ORDER BY 1, coalesce(i.started_seq, l.started_seq)`,
+  );
+  const findings = new Map<string, StoreFinding>();
+  for (const row of rows) {
+    const problem = disagreement(row, schema);
+    const sessionId = String(row.session_id);
+    if (problem === undefined || findings.has(sessionId)) continue;
+    const file = `${schema.name}.runs`;
+    const message = `postgresStore: session ${sessionId} in ${file}: ${problem}; the log is the truth, so the session is reported and left as it is: compare its rows in ${file} with its facts and correct the index row`;
+    findings.set(sessionId, { sessionId, kind: 'unreadable', file, line: undefined, message });
+  }
+  const runs = rows
+    .filter((row) => !findings.has(String(row.session_id)))
+    .map((row) => ({
+      sessionId: String(row.session_id),
+      turnId: String(row.turn_id),
+      runId: String(row.run_id),
+    }));
+  return { runs, findings: [...findings.values()] };
+}
+
+/** What is wrong with one joined row, in words; `undefined` when the index and the log agree. */
+function disagreement(row: Record<string, unknown>, schema: PostgresSchema): string | undefined {
+  const run = String(row.run_id);
+  const facts = `${schema.name}.facts`;
+  if (row.indexed_seq === null) {
+    return `run ${run} is unfinished in ${facts} (its run.started is seq ${row.logged_seq}, with no run.ended) but the runs index does not list it as open`;
+  }
+  if (row.logged_seq === null) {
+    return `the runs index lists run ${run} as open (started at seq ${row.indexed_seq}) but ${facts} has no run.started of it without a run.ended`;
+  }
+  if (Number(row.indexed_seq) !== Number(row.logged_seq)) {
+    return `the runs index says run ${run} started at seq ${row.indexed_seq}, ${facts} at seq ${row.logged_seq}`;
+  }
+  return undefined;
+}
