@@ -158,9 +158,13 @@ export {
   consoleHandler,
 } from './http/console-handler.ts';
 export {
+  errorResponse,
+  HttpAnswerError,
+  type HttpErrorListener,
   type HttpRefusalReason,
   HttpRefusedError,
   InsecureBindError,
+  logHttpError,
   refusalResponse,
 } from './http/http-errors.ts';
 export { listenTrusted } from './http/listen-trusted.ts';

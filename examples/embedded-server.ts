@@ -21,9 +21,10 @@
 // Authorization: Bearer <token>). It listens on 127.0.0.1 (HOST to change it; a non-loopback
 // HOST needs TURNLOG_TOKEN). Refusals are JSON { error: 'HttpRefusedError', reason, message }.
 // Errors are JSON { error, message }: 400 bad input, 404 no such run or decision, 409 busy, damaged or
-// already decided. Offline with a scripted model unless OPENAI_API_KEY or
-// GOOGLE_GENERATIVE_AI_API_KEY is set; the log goes to .turnlog/embedded-server/ (under
-// TURNLOG_DIR if set). Ctrl-C or SIGTERM shuts it down; unfinished runs resume on the next start.
+// already decided; any other error is a 500 { error: 'InternalError', message, errorId } without
+// its detail, which goes to the server's log beside the same errorId (errorResponse). Offline
+// with a scripted model unless OPENAI_API_KEY or GOOGLE_GENERATIVE_AI_API_KEY is set; the log
+// goes to .turnlog/embedded-server/ (under TURNLOG_DIR if set). Ctrl-C or SIGTERM shuts it down; unfinished runs resume on the next start.
 import { createServer, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import {
@@ -31,34 +32,20 @@ import {
   consoleHandler,
   createNodeHandler,
   decodePathSegment,
-  HttpRefusedError,
+  errorResponse,
+  HttpAnswerError,
+  type HttpErrorListener,
   listenTrusted,
   lowdbStore,
   type PermissionDecision,
   type RequestAction,
   RequestGuard,
   type Runtime,
-  refusalResponse,
-  TurnlogError,
 } from '../index.ts';
-import { HttpError } from './http-error.ts';
 import { createNotesRuntime } from './notes-agent.ts';
 import { cutAtShutdown, eventStreamResponse, OpenStreams } from './server-streams.ts';
 import { createLogRoutes } from './web/server/log-routes.ts';
 import { staticFile } from './web/server/static-files.ts';
-
-/** HTTP status of each turnlog error the routes can meet. */
-const statusOfError: Record<string, number> = {
-  InvalidArgumentError: 400,
-  InvalidDecisionError: 400,
-  NoActiveRunError: 404,
-  UnknownDecisionError: 404,
-  SessionBusyError: 409,
-  DamagedSessionError: 409,
-  DecisionConflictError: 409,
-  DecisionMismatchError: 409,
-  RuntimeClosedError: 503,
-};
 
 const decisions: readonly PermissionDecision[] = ['allow', 'deny', 'report-unknown', 'abort'];
 
@@ -76,6 +63,8 @@ export interface ServerOptions {
   allowedOrigins?: readonly string[];
   /** Host names besides loopback names and IP literals (the name a proxy forwards). */
   allowedHosts?: readonly string[];
+  /** Told of each error answered 500, with the `errorId` the client got. Default: `console.error`. */
+  onError?: HttpErrorListener;
 }
 
 /**
@@ -105,12 +94,15 @@ export async function startServer(options: ServerOptions = {}) {
     guard,
     streams: new OpenStreams(),
     // The routes useChat talks to: runtime.follow() rebuilds any run's stream from the log.
-    chat: chatHandler(runtime, { guard }),
+    chat: chatHandler(runtime, { guard, onError: options.onError }),
     log: createLogRoutes({ runtime, store, recovered }),
     // The operator console: the sessions list and its actions, through runtime.decide()/stop().
-    console: consoleHandler(runtime, { store, guard }),
+    console: consoleHandler(runtime, { store, guard, onError: options.onError }),
+    onError: options.onError,
   };
-  const handler = createNodeHandler((request) => answer(server, request));
+  const handler = createNodeHandler((request) => answer(server, request), {
+    onError: options.onError,
+  });
   const responses = new Set<ServerResponse>();
   const http = createServer((incoming, outgoing) => {
     responses.add(outgoing);
@@ -162,19 +154,26 @@ interface Server {
   chat: (request: Request) => Promise<Response>;
   console: (request: Request) => Promise<Response>;
   log: ReturnType<typeof createLogRoutes>;
+  onError: HttpErrorListener | undefined;
 }
 
-/** Every request's answer; errors become JSON with their status. */
+/** Every request's answer; errors become JSON with their status (`errorResponse`). */
 async function answer(server: Server, request: Request): Promise<Response> {
   try {
     const url = new URL(request.url);
     return (
       (await webRoute(server, url, request)) ??
       (await sessionRoute(server, url, request)) ??
-      errorResponse(new HttpError(404, 'NotFound', `No route for ${url.pathname}.`))
+      errorResponse(
+        new HttpAnswerError({
+          status: 404,
+          name: 'NotFound',
+          message: `No route for ${url.pathname}.`,
+        }),
+      )
     );
   } catch (error) {
-    return errorResponse(error);
+    return errorResponse(error, { onError: server.onError });
   }
 }
 
@@ -192,7 +191,11 @@ async function sessionRoute(
   const method = reads ? 'GET' : 'POST';
   if (request.method !== method) {
     const refused = errorResponse(
-      new HttpError(405, 'MethodNotAllowed', `Use ${method} ${url.pathname}.`),
+      new HttpAnswerError({
+        status: 405,
+        name: 'MethodNotAllowed',
+        message: `Use ${method} ${url.pathname}.`,
+      }),
     );
     refused.headers.set('allow', method);
     return refused;
@@ -252,11 +255,11 @@ async function webRoute(
     await guard.check(request, { name: 'page', kind: 'page' });
     const file = await staticFile(pathname);
     if (file === undefined) {
-      throw new HttpError(
-        404,
-        'NotFound',
-        `No page at ${pathname}. Build the web pages first: npm run web (it builds them and starts this server).`,
-      );
+      throw new HttpAnswerError({
+        status: 404,
+        name: 'NotFound',
+        message: `No page at ${pathname}. Build the web pages first: npm run web (it builds them and starts this server).`,
+      });
     }
     return new Response(new Uint8Array(file.body), {
       headers: { 'content-type': file.contentType },
@@ -271,21 +274,7 @@ async function webRoute(
 }
 
 function badInput(message: string) {
-  return new HttpError(400, 'BadRequest', `${message}.`);
-}
-
-/** An error as JSON `{ error, message }` with its status (a trust-layer refusal as its own answer). */
-function errorResponse(error: unknown): Response {
-  if (HttpRefusedError.isInstance(error)) return refusalResponse(error);
-  const status =
-    error instanceof HttpError
-      ? error.status
-      : TurnlogError.isTurnlogError(error)
-        ? (statusOfError[error.name] ?? 500)
-        : 500;
-  const { name, message } = error instanceof Error ? error : new Error(String(error));
-  if (status === 500) console.error(error);
-  return Response.json({ error: name, message }, { status });
+  return new HttpAnswerError({ status: 400, name: 'BadRequest', message: `${message}.` });
 }
 
 if (import.meta.main) {

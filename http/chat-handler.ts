@@ -1,22 +1,12 @@
-import { createUIMessageStreamResponse } from 'ai';
+import { uiMessageStreamResponse } from '../adapters/ui/ui-chat-messages.ts';
 import { toUIMessageStream, toUIMessages } from '../adapters/ui/ui-message-stream.ts';
 import type { Fact, PermissionDecision } from '../events/facts.ts';
 import type { TurnHandle } from '../machines/effects/turn-channel.ts';
 import { SessionBusyError } from '../runtime-errors.ts';
-import {
-  badRequest,
-  type ChatPost,
-  ChatRequestError,
-  filesOf,
-  readChatPost,
-  textOf,
-} from './chat-request.ts';
-import { HttpRefusedError, refusalResponse } from './http-errors.ts';
-import {
-  jsonResponse as json,
-  methodNotAllowed as notAllowed,
-  statusOfTurnlogError,
-} from './json-answers.ts';
+
+import { badRequest, type ChatPost, filesOf, readChatPost, textOf } from './chat-request.ts';
+import { errorResponse, HttpAnswerError, type HttpErrorListener } from './http-errors.ts';
+import { jsonResponse as json, methodNotAllowed as notAllowed } from './json-answers.ts';
 import { decodePathSegment } from './request-body.ts';
 import { type RequestAction, RequestGuard, type RequestGuardOptions } from './request-guard.ts';
 
@@ -59,8 +49,11 @@ export interface ChatHandlerOptions<TSendExtras = Record<string, never>>
   sessionId?: (chatId: string, request: Request) => string | Promise<string>;
   /** More of `runtime.send()`'s argument for a new run (besides the session and the message). */
   send?: (request: Request) => TSendExtras | Promise<TSendExtras>;
-  /** Told of each error answered 500 (a bug, or the store failing). Default `console.error`. */
-  onError?: (error: unknown) => void;
+  /**
+   * Told of each error answered 500 (a bug, or the store failing), with the `errorId` the
+   * client got instead of the error's message. Default: `console.error` of both.
+   */
+  onError?: HttpErrorListener;
 }
 
 type SendExtrasOf<TRuntime extends ChatRuntime> = Omit<
@@ -91,7 +84,9 @@ type SendExtrasOf<TRuntime extends ChatRuntime> = Omit<
  *
  * Errors are JSON `{ error, message }` (what `useChat`'s `onError` shows): 400 a body that is
  * not useChat's, 401/403/415 refused by the trust layer, 404 no such route or run, 409 busy or
- * already decided, 413 over `maxBodyBytes`, 503 the runtime closed.
+ * already decided, 413 over `maxBodyBytes`, 503 the runtime closed (`errorResponse`). Any other
+ * error is a 500 `{ error: 'InternalError', message, errorId }` without its message; `onError`
+ * gets the error with the same `errorId`.
  *
  * @example
  * // app/api/chat/[[...path]]/route.ts (Next.js): your own authentication decides
@@ -205,7 +200,7 @@ class ChatRoutes {
       last?.type !== 'run.started' ||
       (post.messageId !== undefined && post.messageId !== last.runId)
     ) {
-      throw new ChatRequestError({
+      throw new HttpAnswerError({
         status: 409,
         name: 'RegenerateRefused',
         message: 'Only the last answer can be regenerated; send a new message instead.',
@@ -229,7 +224,7 @@ class ChatRoutes {
     } catch (error) {
       if (!SessionBusyError.isInstance(error)) throw error;
       // Refused, never lost silently: the page shows why, and the message is not in the log.
-      throw new ChatRequestError({
+      throw new HttpAnswerError({
         status: 409,
         name: 'SessionBusyError',
         message:
@@ -336,19 +331,7 @@ class ChatRoutes {
   }
 
   #errorResponse(error: unknown): Response {
-    if (HttpRefusedError.isInstance(error)) return refusalResponse(error);
-    if (error instanceof ChatRequestError) {
-      return json(error.status, { error: error.name, message: error.message });
-    }
-    const status = statusOfTurnlogError(error);
-    if (status !== undefined && error instanceof Error) {
-      return json(status, { error: error.name, message: error.message });
-    }
-    (this.#options.onError ?? console.error)(error);
-    return json(500, {
-      error: 'InternalError',
-      message: 'The chat route failed; the server logged why. Try again in a moment.',
-    });
+    return errorResponse(error, { onError: this.#options.onError });
   }
 }
 
@@ -399,5 +382,5 @@ class Following {
 }
 
 function streamResponse(stream: ReturnType<typeof toUIMessageStream>): Response {
-  return createUIMessageStreamResponse({ stream });
+  return uiMessageStreamResponse(stream);
 }

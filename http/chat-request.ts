@@ -1,5 +1,5 @@
-import { isToolUIPart, validateUIMessages } from 'ai';
-import { type ApprovalDecision, decisionFromApproval } from '../adapters/ui/ui-approval.ts';
+import type { ApprovalDecision } from '../adapters/ui/ui-approval.ts';
+import { answeredApprovals, validTurnlogUIMessages } from '../adapters/ui/ui-chat-messages.ts';
 import type { TurnlogUIMessage } from '../adapters/ui/ui-message-types.ts';
 import { HttpRefusedError } from './http-errors.ts';
 
@@ -30,20 +30,6 @@ export type ChatPost =
       messageId: string | undefined;
     };
 
-/**
- * A request the chat handler answers with an error of its own (a 409 a page shows, a 404), as
- * JSON `{ error: name, message }`.
- */
-export class ChatRequestError extends Error {
-  readonly status: number;
-
-  constructor(options: { status: number; name: string; message: string }) {
-    super(options.message);
-    this.name = options.name;
-    this.status = options.status;
-  }
-}
-
 /** A 400 for a body that is not what `DefaultChatTransport` sends (the trust layer's refusal). */
 export function badRequest(message: string): HttpRefusedError {
   return new HttpRefusedError({ reason: 'bad-request', message });
@@ -65,9 +51,7 @@ export async function readChatPost(body: unknown): Promise<ChatPost> {
   }
   let messages: TurnlogUIMessage[];
   try {
-    messages = await validateUIMessages<TurnlogUIMessage>({
-      messages: (body as Record<string, unknown>).messages,
-    });
+    messages = await validTurnlogUIMessages((body as Record<string, unknown>).messages);
   } catch (error) {
     throw badRequest(`"messages" are not valid UI messages: ${(error as Error).message}`);
   }
@@ -91,15 +75,11 @@ export async function readChatPost(body: unknown): Promise<ChatPost> {
 
 /** The decisions a person answered in an assistant message (never the policy's). */
 function answersOf(message: TurnlogUIMessage) {
-  const answers: ApprovalDecision[] = [];
-  for (const part of message.parts) {
-    if (!isToolUIPart(part) || part.state !== 'approval-responded') continue;
-    if (part.approval.isAutomatic === true) continue;
-    try {
-      answers.push(decisionFromApproval(part.approval));
-    } catch (error) {
-      throw badRequest((error as Error).message);
-    }
+  let answers: ReturnType<typeof answeredApprovals>;
+  try {
+    answers = answeredApprovals(message);
+  } catch (error) {
+    throw badRequest((error as Error).message);
   }
   if (answers.length === 0) {
     throw badRequest('The last message answers no approval; send a user message.');

@@ -9,12 +9,8 @@ import {
   sessionOverview,
   sessionStatuses,
 } from '../operations/session-overview.ts';
-import { HttpRefusedError, refusalResponse } from './http-errors.ts';
-import {
-  jsonResponse as json,
-  methodNotAllowed as notAllowed,
-  statusOfTurnlogError,
-} from './json-answers.ts';
+import { errorResponse, HttpAnswerError, type HttpErrorListener } from './http-errors.ts';
+import { jsonResponse as json, methodNotAllowed as notAllowed } from './json-answers.ts';
 import { decodePathSegment } from './request-body.ts';
 import { type RequestAction, RequestGuard, type RequestGuardOptions } from './request-guard.ts';
 
@@ -48,8 +44,11 @@ export interface ConsoleHandlerOptions extends RequestGuardOptions {
   guard?: RequestGuard;
   /** The clock "older than" is measured on. Default `Date.now`. */
   now?: () => number;
-  /** Told of each error answered 500 (a bug, or the store failing). Default `console.error`. */
-  onError?: (error: unknown) => void;
+  /**
+   * Told of each error answered 500 (a bug, or the store failing), with the `errorId` the
+   * client got instead of the error's message. Default: `console.error` of both.
+   */
+  onError?: HttpErrorListener;
 }
 
 /** One session in the console's list: its overview, and what a search matched in it. */
@@ -208,27 +207,13 @@ class ConsoleRoutes {
   }
 
   #errorResponse(error: unknown): Response {
-    if (HttpRefusedError.isInstance(error)) return refusalResponse(error);
-    if (error instanceof ConsoleInputError) {
-      return json(400, { error: 'BadRequest', message: error.message });
-    }
-    const status = statusOfTurnlogError(error);
-    if (status !== undefined && error instanceof Error) {
-      return json(status, { error: error.name, message: error.message });
-    }
-    (this.#options.onError ?? console.error)(error);
-    return json(500, {
-      error: 'InternalError',
-      message: 'The console route failed; the server logged why. Try again in a moment.',
-    });
+    return errorResponse(error, { onError: this.#options.onError });
   }
 }
 
 /** A query string or body the console cannot use (a 400). */
-class ConsoleInputError extends Error {}
-
-function badInput(message: string): ConsoleInputError {
-  return new ConsoleInputError(`${message}.`);
+function badInput(message: string): HttpAnswerError {
+  return new HttpAnswerError({ status: 400, name: 'BadRequest', message: `${message}.` });
 }
 
 /** The list's filters from the query string, as `turnlog sessions` takes them. */

@@ -3,6 +3,7 @@ import {
   TurnlogError,
   type TurnlogErrorOptions,
 } from '../events/turnlog-error.ts';
+import { jsonResponse, statusOfTurnlogError } from './json-answers.ts';
 
 /** Why the trust layer refused a request; each maps to one HTTP status. */
 export type HttpRefusalReason =
@@ -79,4 +80,65 @@ export function refusalResponse(error: HttpRefusedError): Response {
   if (error.reason === 'method') headers.allow = 'POST';
   const body = { error: error.name, reason: error.reason, message: error.message };
   return new Response(JSON.stringify(body), { status: error.status, headers });
+}
+
+/**
+ * An answer a route gives on purpose, with its own status and name (`NotFound`, a 409 a page
+ * shows): answered as JSON `{ error: name, message }`, so the message is for the client.
+ *
+ * @example
+ * throw new HttpAnswerError({ status: 404, name: 'NotFound', message: `No route for ${pathname}.` });
+ */
+export class HttpAnswerError extends Error {
+  readonly status: number;
+
+  constructor(options: { status: number; name: string; message: string }) {
+    super(options.message);
+    this.name = options.name;
+    this.status = options.status;
+  }
+}
+
+/**
+ * Told of an error answered 500, with the `errorId` the client got: log both, so an operator
+ * can find the error a client reports.
+ */
+export type HttpErrorListener = (error: unknown, context: { errorId: string }) => void;
+
+/** The default `HttpErrorListener`: `console.error` with the id. */
+export function logHttpError(error: unknown, { errorId }: { errorId: string }): void {
+  console.error(`turnlog: internal error ${errorId}:`, error);
+}
+
+/**
+ * The one mapping of a thrown error to an HTTP answer, for every surface turnlog ships:
+ * a refusal is `refusalResponse(error)`, an `HttpAnswerError` its status, name and message, a
+ * turnlog error meant for the client (`SessionBusyError` 409, `NoActiveRunError` 404,
+ * `InvalidArgumentError` 400, …) its status, name and message. Anything else is a 500
+ * `{ error: 'InternalError', message: 'internal error', errorId }` without the error's message
+ * (a stack, a path or SQL would reach any client); `onError` gets the error with that id.
+ *
+ * @example
+ * try { return await route(request); } catch (error) { return errorResponse(error, { onError }); }
+ */
+export function errorResponse(
+  error: unknown,
+  options: { onError?: HttpErrorListener | undefined } = {},
+): Response {
+  if (HttpRefusedError.isInstance(error)) return refusalResponse(error);
+  if (error instanceof HttpAnswerError) {
+    return jsonResponse(error.status, { error: error.name, message: error.message });
+  }
+  const status = statusOfTurnlogError(error);
+  if (status !== undefined && error instanceof Error) {
+    return jsonResponse(status, { error: error.name, message: error.message });
+  }
+  // Web Crypto: the same in Node, Bun, Deno and edge runtimes.
+  const errorId = globalThis.crypto.randomUUID();
+  (options.onError ?? logHttpError)(error, { errorId });
+  return jsonResponse(500, {
+    error: 'InternalError',
+    message: `internal error; the server logged it as ${errorId}`,
+    errorId,
+  });
 }

@@ -4,7 +4,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setClientAddress } from './client-address.ts';
 import { hostNameOf } from './host-names.ts';
-import { HttpRefusedError, refusalResponse } from './http-errors.ts';
+import {
+  errorResponse,
+  type HttpErrorListener,
+  HttpRefusedError,
+  logHttpError,
+  refusalResponse,
+} from './http-errors.ts';
 
 /**
  * The Web `Request` for a Node request. Its body streams from the socket as the reader pulls
@@ -127,15 +133,19 @@ export interface NodeHandlerOptions {
    * it: 429. Bounds what one client holds in memory. Default: 32.
    */
   maxRequestsPerClient?: number;
-  /** Called with an error the handler threw (answered 500); default: `console.error`. */
-  onError?: (error: unknown) => void;
+  /**
+   * Told of an error the handler threw that is answered 500, with the `errorId` the client got
+   * instead of the error's message; default: `console.error` of both.
+   */
+  onError?: HttpErrorListener;
 }
 
 /**
  * A `node:http` request listener over a Web handler (`(request) => Response`): each request
  * becomes a `Request` (`toWebRequest`), the handler's `Response` is written back
- * (`writeWebResponse`). A thrown `HttpRefusedError` is answered with its status; anything else
- * is a 500 `{ error: 'InternalError' }` with no detail.
+ * (`writeWebResponse`). A thrown error is answered by `errorResponse`: a refusal or an error meant
+ * for the client with its status, anything else a 500 `{ error: 'InternalError', errorId }`
+ * with no detail (the error goes to `onError` with the same id).
  *
  * @example
  * const guard = new RequestGuard();
@@ -147,7 +157,7 @@ export function createNodeHandler(
   options: NodeHandlerOptions = {},
 ): (incoming: IncomingMessage, outgoing: ServerResponse) => void {
   const slots = new ClientSlots(options.maxRequestsPerClient ?? 32);
-  const onError = options.onError ?? ((error: unknown) => console.error(error));
+  const onError = options.onError ?? logHttpError;
   return (incoming, outgoing) => {
     const client = incoming.socket.remoteAddress ?? '';
     if (!slots.take(client)) {
@@ -168,20 +178,13 @@ async function answer(
   handler: (request: Request) => Response | Promise<Response>,
   incoming: IncomingMessage,
   outgoing: ServerResponse,
-  onError: (error: unknown) => void,
+  onError: HttpErrorListener,
 ) {
   let response: Response;
   try {
     response = await handler(toWebRequest(incoming));
   } catch (error) {
-    if (HttpRefusedError.isInstance(error)) response = refusalResponse(error);
-    else {
-      onError(error);
-      response = Response.json(
-        { error: 'InternalError', message: 'The server failed; see its log.' },
-        { status: 500 },
-      );
-    }
+    response = errorResponse(error, { onError });
     // Unread request bytes are discarded; the connection closes after the answer.
     outgoing.setHeader('connection', 'close');
   }

@@ -219,4 +219,19 @@ describe.skipIf(!hasChromium)('the operator console in Chromium', () => {
     expect(answered).toContain('GET /api/console/sessions 403');
     expect(await facts('door-code')).toEqual(before);
   });
+
+  it('follows the store live: a decision made by another client shows without a reload', async () => {
+    await page.goto(`${server.url}/log`);
+    await eventually(() => row('door-code').getAttribute('data-status')).toBe('awaiting');
+    const pending = await (await fetch(`${server.url}/sessions/door-code/pending`)).json();
+    const decided = await fetch(`${server.url}/sessions/door-code/decisions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ callId: pending[0].callId, decision: 'deny' }),
+    });
+    expect(decided.status).toBe(200);
+    await eventually(() => row('door-code').getAttribute('data-status')).toBe('completed');
+    expect(await count('awaiting')).toBe('0');
+    expect(await row('door-code').locator('.pending').count()).toBe(0);
+  });
 });

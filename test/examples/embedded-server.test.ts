@@ -88,6 +88,23 @@ describe('examples/embedded-server.ts over HTTP on 127.0.0.1', () => {
     vi.restoreAllMocks();
   });
 
+  it('answers a runtime call that throws a plain Error with a 500 without its message, and logs it with the same id', async () => {
+    const secret = new Error('connect ECONNREFUSED postgres://admin:hunter2@db.internal:5432');
+    vi.spyOn(server.runtime, 'facts').mockRejectedValue(secret);
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const failed = await call('GET', '/sessions/s1/facts');
+    expect(failed.status).toBe(500);
+    expect(JSON.stringify(failed.body)).not.toContain('hunter2');
+    expect(failed.body).toEqual({
+      error: 'InternalError',
+      message: `internal error; the server logged it as ${failed.body.errorId}`,
+      errorId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+    expect(logged.mock.calls).toEqual([
+      [`turnlog: internal error ${failed.body.errorId}:`, secret],
+    ]);
+  });
+
   it('streams a run as SSE, parks at the ask, refuses a busy second message, and finishes once /decisions allows', async () => {
     const events = await postMessage('s1', 'Remember that the demo is at 3pm');
     const seen: ServerSentEvent[] = [];

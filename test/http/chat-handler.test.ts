@@ -343,6 +343,29 @@ describe('chatHandler', () => {
     const refused = await handler(post({ id: 'f2', messages: [byUrl] }));
     expect(refused.status).toBe(400);
   });
+
+  it('answers a runtime call that throws a plain Error with a 500 without its message, reported with the same id', async () => {
+    const { runtime } = addRuntime('allow');
+    const secret = new Error('ENOENT: /srv/app/.turnlog/c1.json (token sk-live-1234)');
+    const failing = { ...runtime, facts: async () => Promise.reject(secret) } as Runtime;
+    const reported: { error: unknown; errorId: string }[] = [];
+    const handler = chatHandler(failing, {
+      ...onLoopback,
+      onError: (error, { errorId }) => reported.push({ error, errorId }),
+    });
+    const response = await handler(get('/api/chat/c1/messages'));
+    expect(response.status).toBe(500);
+    const text = await response.text();
+    expect(text).not.toContain('sk-live');
+    expect(text).not.toContain('/srv/app');
+    const body = JSON.parse(text);
+    expect(body).toEqual({
+      error: 'InternalError',
+      message: `internal error; the server logged it as ${body.errorId}`,
+      errorId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+    expect(reported).toEqual([{ error: secret, errorId: body.errorId }]);
+  });
 });
 
 /** Lets what the event loop has queued run (pipes passing a cancel on), without waiting on time. */

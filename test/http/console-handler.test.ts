@@ -293,4 +293,30 @@ describe('consoleHandler: the trust layer', () => {
       { name: 'console.stop', kind: 'act', sessionId: 'ask-1' },
     ]);
   });
+
+  it('answers a store that throws a plain Error with a 500 without its message, reported with the same id', async () => {
+    const store = memoryStore();
+    const secret = new Error(
+      'SELECT * FROM turnlog.facts: password authentication failed for "admin"',
+    );
+    const failing: EventStore = { ...store, sessions: () => Promise.reject(secret) };
+    const reported: { error: unknown; errorId: string }[] = [];
+    const handler = consoleHandler(askingRuntime(store).runtime, {
+      store: failing,
+      ...onLoopback,
+      onError: (error, { errorId }) => reported.push({ error, errorId }),
+    });
+    const response = await handler(get('/sessions'));
+    expect(response.status).toBe(500);
+    const text = await response.text();
+    expect(text).not.toContain('SELECT');
+    expect(text).not.toContain('password');
+    const body = JSON.parse(text);
+    expect(body).toEqual({
+      error: 'InternalError',
+      message: `internal error; the server logged it as ${body.errorId}`,
+      errorId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+    expect(reported).toEqual([{ error: secret, errorId: body.errorId }]);
+  });
 });

@@ -114,21 +114,27 @@ describe('the Node adapter', () => {
     expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
   });
 
-  it('answers an error the handler throws with a bare 500 and reports it', async () => {
-    const reported: unknown[] = [];
+  it('answers an error the handler throws with a bare 500 and reports it with the id the client got', async () => {
+    const reported: { error: unknown; errorId: string }[] = [];
+    const secret = new Error('password=hunter2 at /srv/app/db.ts');
     const { url } = await serve(
       () => {
-        throw new Error('the secret detail');
+        throw secret;
       },
-      { onError: (error) => reported.push(error) },
+      { onError: (error, { errorId }) => reported.push({ error, errorId }) },
     );
     const response = await fetch(url);
     expect(response.status).toBe(500);
-    expect(await response.json()).toEqual({
+    const text = await response.text();
+    expect(text).not.toContain('hunter2');
+    expect(text).not.toContain('/srv/app');
+    const body = JSON.parse(text);
+    expect(body).toEqual({
       error: 'InternalError',
-      message: 'The server failed; see its log.',
+      message: `internal error; the server logged it as ${body.errorId}`,
+      errorId: expect.stringMatching(/^[0-9a-f-]{36}$/),
     });
-    expect(reported).toHaveLength(1);
+    expect(reported).toEqual([{ error: secret, errorId: body.errorId }]);
   });
 
   it('bounds the requests one client holds open (429 past the bound), and frees a slot when a stream ends', async () => {
