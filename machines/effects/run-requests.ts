@@ -34,8 +34,8 @@ export type RunRequest =
  * Does a request on the run's live driver: the one implementation of decide, steer and stop,
  * for a caller of this runtime and for a request another worker posted to the run's inbox. With
  * `id` (the inbox request's), the fact it commits gets that id, and a fact already logged under
- * it means the request was done before (a driver that died before settling it). A decision is
- * checked against the driver's log once the appends it has in flight returned.
+ * it means the request was done before (a driver that died before settling it). A decision for
+ * a call not pending in the driver's log is checked again once its appends in flight returned.
  */
 export async function performRequest(
   driver: RunDriver,
@@ -43,21 +43,13 @@ export async function performRequest(
   context: { sessionId: string; generateId: IdGenerator; id?: string },
 ): Promise<void> {
   const { sessionId, id } = context;
-  // The driver's copy of the log takes a fact only when its append returns, but the fact is in
-  // the store (a caller read it there: runtime.pending()) as soon as it committed. Checked
-  // before its appends in flight returned, a decision for a call just requested would be refused
-  // (UnknownDecisionError) although the call waits for it. A steer or stop reads nothing there,
-  // and keeps its place before the facts the driver is about to append.
-  if (request.kind === 'decide') await driver.drained();
   if (id !== undefined && driver.facts().some((fact) => fact.id === id)) return;
   const withId = id === undefined ? {} : { id };
   let draft: ProposedFact;
   switch (request.kind) {
     case 'decide': {
       const { callId, decision, reason } = request.input;
-      const checked = checkDecision(driver.facts(), request, () =>
-        goesOn(driver) ? undefined : endedBefore(driver, request, sessionId),
-      );
+      const checked = await checkedDecision(driver, request, sessionId);
       if (checked.status === 'no-op') return;
       draft = {
         type: 'tool.permission.decided',
@@ -90,6 +82,29 @@ export async function performRequest(
   // A stop while the run is already stopping: the first one is in effect.
   if (request.kind === 'stop' && driver.snapshot()?.hasTag('stopping')) return;
   throw endedBefore(driver, request, sessionId);
+}
+
+/**
+ * A decision checked against the driver's log; a call not pending there is checked again once
+ * the driver's appends in flight returned. The driver's copy of the log takes a fact only when
+ * its append returns, but the fact is in the store (a caller read it there: runtime.pending())
+ * as soon as it committed: checked in between, a decision for a call just requested was refused
+ * (UnknownDecisionError) although the call waited for it.
+ */
+async function checkedDecision(
+  driver: RunDriver,
+  request: Extract<RunRequest, { kind: 'decide' }>,
+  sessionId: string,
+) {
+  try {
+    return checkDecision(driver.facts(), request, () => undefined);
+  } catch (error) {
+    if (!UnknownDecisionError.isInstance(error)) throw error;
+  }
+  await driver.drained();
+  return checkDecision(driver.facts(), request, () =>
+    goesOn(driver) ? undefined : endedBefore(driver, request, sessionId),
+  );
 }
 
 /**
