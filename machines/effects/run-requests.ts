@@ -34,7 +34,8 @@ export type RunRequest =
  * Does a request on the run's live driver: the one implementation of decide, steer and stop,
  * for a caller of this runtime and for a request another worker posted to the run's inbox. With
  * `id` (the inbox request's), the fact it commits gets that id, and a fact already logged under
- * it means the request was done before (a driver that died before settling it).
+ * it means the request was done before (a driver that died before settling it). A decision is
+ * checked against the driver's log once the appends it has in flight returned.
  */
 export async function performRequest(
   driver: RunDriver,
@@ -42,13 +43,21 @@ export async function performRequest(
   context: { sessionId: string; generateId: IdGenerator; id?: string },
 ): Promise<void> {
   const { sessionId, id } = context;
+  // The driver's copy of the log takes a fact only when its append returns, but the fact is in
+  // the store (a caller read it there: runtime.pending()) as soon as it committed. Checked
+  // before its appends in flight returned, a decision for a call just requested would be refused
+  // (UnknownDecisionError) although the call waits for it. A steer or stop reads nothing there,
+  // and keeps its place before the facts the driver is about to append.
+  if (request.kind === 'decide') await driver.drained();
   if (id !== undefined && driver.facts().some((fact) => fact.id === id)) return;
   const withId = id === undefined ? {} : { id };
   let draft: ProposedFact;
   switch (request.kind) {
     case 'decide': {
       const { callId, decision, reason } = request.input;
-      const checked = checkDecision(driver.facts(), request);
+      const checked = checkDecision(driver.facts(), request, () =>
+        goesOn(driver) ? undefined : endedBefore(driver, request, sessionId),
+      );
       if (checked.status === 'no-op') return;
       draft = {
         type: 'tool.permission.decided',
@@ -80,19 +89,42 @@ export async function performRequest(
   if (await driver.commit(draft)) return;
   // A stop while the run is already stopping: the first one is in effect.
   if (request.kind === 'stop' && driver.snapshot()?.hasTag('stopping')) return;
-  throw new NoActiveRunError({
-    message: `runtime.${request.kind}(): run ${driver.runId} of session ${sessionId} ended (or is stopping) before this ${request.kind} could be recorded; nothing was recorded. Start a new run with runtime.send().`,
-    sessionId,
-  });
+  throw endedBefore(driver, request, sessionId);
 }
 
-/** A decision checked against the session's last run: its pending calls and the decisions made. */
-function checkDecision(facts: readonly Fact[], request: Extract<RunRequest, { kind: 'decide' }>) {
+/**
+ * A decision checked against the session's last run: its pending calls and the decisions made.
+ * A call not pending in a run that ended or is stopping is `ended()`'s error, not
+ * `UnknownDecisionError`: the call may have been pending until the run's end settled it.
+ */
+function checkDecision(
+  facts: readonly Fact[],
+  request: Extract<RunRequest, { kind: 'decide' }>,
+  ended: () => NoActiveRunError | undefined,
+) {
   const view = projectTurn(facts).runs.at(-1);
   const decided = facts.flatMap((fact) =>
     fact.type === 'tool.permission.decided' && fact.runId === view?.runId ? [fact] : [],
   );
-  return validateDecision({ pending: view?.pending ?? [], decided, decision: request.input });
+  try {
+    return validateDecision({ pending: view?.pending ?? [], decided, decision: request.input });
+  } catch (error) {
+    throw (UnknownDecisionError.isInstance(error) && ended()) || error;
+  }
+}
+
+/** True while the driver's live actor takes requests: not ended, not stopping. */
+function goesOn(driver: RunDriver): boolean {
+  const snapshot = driver.snapshot();
+  return snapshot?.status === 'active' && !snapshot.hasTag('stopping');
+}
+
+/** `NoActiveRunError` for a request the driver's run ended (or began stopping) before it recorded. */
+function endedBefore(driver: RunDriver, request: RunRequest, sessionId: string): NoActiveRunError {
+  return new NoActiveRunError({
+    message: `runtime.${request.kind}(): run ${driver.runId} of session ${sessionId} ended (or is stopping) before this ${request.kind} could be recorded; nothing was recorded. Start a new run with runtime.send().`,
+    sessionId,
+  });
 }
 
 /** `NoActiveRunError` for a request to a session without an unfinished run. */

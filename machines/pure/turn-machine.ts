@@ -51,7 +51,7 @@ import { turnGuards } from './turn-guards.ts';
  * The turn machine's version, recorded in each `run.started` (`machineVersion`): a whole number,
  * increased with every change to the machine's states or transitions.
  */
-export const turnMachineVersion = '3';
+export const turnMachineVersion = '4';
 
 /** A placeholder for an actor the runtime provides: typed by its input, it does nothing. */
 const inert = <TInput>() => fromCallback<EventObject, TInput>(() => {});
@@ -420,6 +420,8 @@ export const turnMachine = setup({
           ],
           on: {
             'tool.reconciled': { guard: 'callChecking', actions: 'recordReconciled' },
+            // A call no tool can check is pending for a person already: its answer is taken.
+            'tool.permission.decided': { guard: 'userDecision', actions: 'recordDecision' },
             'tool.settled': { guard: 'callOpen', actions: 'recordSettled' },
             'tool.indeterminate': { guard: 'callMayBeMarked', actions: 'markForCheck' },
             'run.recovered': { target: 'reconciling', reenter: true, actions: 'noteRecovered' },

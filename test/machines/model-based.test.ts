@@ -137,6 +137,7 @@ describe('model-based coverage of the turn machine', () => {
       'awaitingPermission|tool.indeterminate',
       'settlingTools.reconciling|run.recovered',
       'settlingTools.reconciling|tool.indeterminate',
+      'settlingTools.reconciling|tool.permission.decided',
       'settlingTools.reconciling|tool.reconciled',
       'settlingTools.reconciling|tool.settled',
       'settlingTools.running|run.recovered',

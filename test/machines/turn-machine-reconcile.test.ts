@@ -162,6 +162,23 @@ describe('turnMachine: checking calls that may have run, after a restart', () =>
     ).toBe(false);
   });
 
+  it("takes a person's answer for a call no tool can check while the others are checked", () => {
+    const run = crashedWhileRunning(['c1', 'c2']);
+    run.send(marked('c1', 'reconcile'));
+    run.send(marked('c2'));
+    run.send(recovered('settlingTools.running', ['c1', 'c2']));
+    expect(
+      run.send({
+        type: 'tool.permission.decided',
+        callId: 'c2',
+        decision: 'report-unknown',
+        inputHash: 'hash-c2',
+        by: 'user',
+      }),
+    ).toBe('settlingTools.reconciling');
+    expect(run.send(reconciled('c1', 'not-done'))).toBe('settlingTools.running');
+  });
+
   it('a stop while checking: the answer is refused and the call settles unknown', () => {
     const run = crashedWhileRunning(['c1']);
     run.send(marked('c1', 'reconcile'));

@@ -270,6 +270,26 @@ describe('workers on one postgresStore', () => {
     expect(work.executions.sort()).toEqual(sessions.flatMap(() => ['j1', 'j2']).sort());
   }, 60_000);
 
+  it("applies a decision that reaches the driving worker before its own append of the call's request has returned: the sender succeeds, the call is decided once", async () => {
+    const work = workTool('ask');
+    const held = holdingAppendOf(database.open(), 'tool.permission.requested');
+    const a = worker('a', work.tool, { store: held.store });
+    const b = worker('b', work.tool);
+    const turn = await a.send({ sessionId: 's1', text: 'go' });
+    // The request is committed (b reads it) while a's append of it has not returned yet.
+    await expect.poll(async () => (await b.pending('s1')).length).toBe(1);
+    const [pending] = await b.pending('s1');
+    // a takes b's request from its inbox; its append returns right after that.
+    held.releaseOnInboxDelivery();
+    await b.decide({ sessionId: 's1', callId: pending?.callId ?? '', decision: 'allow' });
+    expect(await turn.done).toMatchObject({ status: 'completed', text: 'All done.' });
+    const decided = (await b.facts('s1')).filter((fact) => fact.type === 'tool.permission.decided');
+    expect(decided.map((fact) => [fact.workerId, fact.id.startsWith('b:request_')])).toEqual([
+      ['a', true],
+    ]);
+    expect(work.executions).toEqual(['j1']);
+  });
+
   it("throws a refusal from the driver's worker as the driver's error class", async () => {
     const work = workTool();
     const release = work.hold();
@@ -465,6 +485,43 @@ function freezable(store: PostgresStore) {
     thaw() {
       gate = undefined;
       open();
+    },
+  };
+}
+
+/**
+ * A store whose append of a batch holding a fact of `type` commits, then holds its answer (a
+ * driver whose write landed while its process was paused): the driver's copy of the log lags the
+ * store. `releaseOnInboxDelivery()` lets the answer go just after the next inbox request reaches
+ * the worker (after the work that delivery starts without waiting for I/O).
+ */
+function holdingAppendOf(store: PostgresStore, type: string) {
+  const gate = deferred();
+  let releaseOnDelivery = false;
+  const wrapped = new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (key === 'append') {
+        return async (...args: Parameters<PostgresStore['append']>) => {
+          const result = await target.append(...args);
+          if (args[1].some((fact) => fact.type === type)) await gate.promise;
+          return result;
+        };
+      }
+      if (key === 'subscribeInbox') {
+        return (sessionId: string, listener: Parameters<PostgresStore['subscribeInbox']>[1]) =>
+          target.subscribeInbox(sessionId, (item) => {
+            listener(item);
+            if (releaseOnDelivery) setImmediate(() => gate.resolve());
+          });
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return {
+    store: wrapped,
+    releaseOnInboxDelivery() {
+      releaseOnDelivery = true;
     },
   };
 }
