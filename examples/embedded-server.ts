@@ -45,7 +45,7 @@ import {
 import { createNotesRuntime } from './notes-agent.ts';
 import { cutAtShutdown, eventStreamResponse, OpenStreams } from './server-streams.ts';
 import { createLogRoutes } from './web/server/log-routes.ts';
-import { staticFile } from './web/server/static-files.ts';
+import { staticFile, webDist } from './web/server/static-files.ts';
 
 const decisions: readonly PermissionDecision[] = ['allow', 'deny', 'report-unknown', 'abort'];
 
@@ -65,6 +65,8 @@ export interface ServerOptions {
   allowedHosts?: readonly string[];
   /** Told of each error answered 500, with the `errorId` the client got. Default: `console.error`. */
   onError?: HttpErrorListener;
+  /** The built pages' folder. Default: examples/web/dist (`npm run web`), or TURNLOG_WEB_DIST. */
+  webDist?: string;
 }
 
 /**
@@ -99,6 +101,7 @@ export async function startServer(options: ServerOptions = {}) {
     // The operator console: the sessions list and its actions, through runtime.decide()/stop().
     console: consoleHandler(runtime, { store, guard, onError: options.onError }),
     onError: options.onError,
+    webDist: options.webDist ?? process.env.TURNLOG_WEB_DIST ?? webDist,
   };
   const handler = createNodeHandler((request) => answer(server, request), {
     onError: options.onError,
@@ -155,6 +158,8 @@ interface Server {
   console: (request: Request) => Promise<Response>;
   log: ReturnType<typeof createLogRoutes>;
   onError: HttpErrorListener | undefined;
+  /** The built pages' folder. */
+  webDist: string;
 }
 
 /** Every request's answer; errors become JSON with their status (`errorResponse`). */
@@ -239,7 +244,7 @@ async function sessionRoute(
 
 /** The web example's routes (the chat, the log viewer, the pages); `undefined` when not one of them. */
 async function webRoute(
-  { guard, streams, chat, console: operator, log }: Server,
+  { guard, streams, chat, console: operator, log, webDist: pages }: Server,
   url: URL,
   request: Request,
 ): Promise<Response | undefined> {
@@ -253,7 +258,7 @@ async function webRoute(
     (pathname === '/' || pathname === '/log' || pathname.startsWith('/assets/'))
   ) {
     await guard.check(request, { name: 'page', kind: 'page' });
-    const file = await staticFile(pathname);
+    const file = await staticFile(pathname, pages);
     if (file === undefined) {
       throw new HttpAnswerError({
         status: 404,

@@ -9,12 +9,12 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Fact } from '../../events/facts.ts';
 import { startServer } from '../../examples/embedded-server.ts';
 import { repoRoot } from '../examples/example-process.ts';
 import { hasChromium, launchChromium } from './chromium.ts';
+import { buildWebPages } from './web-pages.ts';
 
 /** Polls until the page shows it (the page, the server and the browser share 2 busy cores). */
 const eventually = <T>(read: () => Promise<T> | T) => expect.poll(read, { timeout: 20_000 });
@@ -36,6 +36,7 @@ describe.skipIf(!hasChromium)('the operator console in Chromium', () => {
   let browser: BrowserContext;
   let page: Page;
   let dir: string;
+  let pages: string | undefined;
   /** Every request the example server answered: method, path, status. */
   const answered: string[] = [];
 
@@ -65,12 +66,9 @@ describe.skipIf(!hasChromium)('the operator console in Chromium', () => {
     vi.stubEnv('OPENAI_API_KEY', '');
     vi.stubEnv('GOOGLE_GENERATIVE_AI_API_KEY', '');
     vi.spyOn(console, 'log').mockImplementation(() => {});
-    await build({
-      configFile: path.join(repoRoot, 'examples/web/vite.config.ts'),
-      logLevel: 'error',
-    });
+    pages = await buildWebPages();
     dir = mkdtempSync(path.join(tmpdir(), 'turnlog-console-'));
-    server = await startServer({ port: 0, dir });
+    server = await startServer({ port: 0, dir, webDist: pages });
     server.http.on('request', (request, response) =>
       response.once('finish', () =>
         answered.push(`${request.method} ${request.url} ${response.statusCode}`),
@@ -104,6 +102,7 @@ describe.skipIf(!hasChromium)('the operator console in Chromium', () => {
     await new Promise((resolve) => attacker?.close(resolve));
     await server?.close();
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    if (pages !== undefined) rmSync(pages, { recursive: true, force: true });
     vi.unstubAllEnvs();
     vi.restoreAllMocks();
   });

@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import type { BrowserContext, Page } from 'playwright-core';
-import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fact, NewFact } from '../../events/facts.ts';
 import { lowdbStore } from '../../store/folder/lowdb-store.ts';
@@ -14,6 +13,7 @@ import { type ExampleProcess, repoRoot, startExample } from '../examples/example
 import { createFakeFetch, loadFixture, sse } from '../helpers/fake-fetch.ts';
 import { testRuntime } from '../runtime/runtime-helpers.ts';
 import { hasChromium, launchChromium } from './chromium.ts';
+import { buildWebPages } from './web-pages.ts';
 
 /** Polls until the page shows it (the page, the server and the browser share 2 busy cores). */
 const eventually = <T>(read: () => Promise<T> | T) => expect.poll(read, { timeout: 20_000 });
@@ -22,9 +22,14 @@ const eventually = <T>(read: () => Promise<T> | T) => expect.poll(read, { timeou
 const shots = path.join(repoRoot, 'test-output', 'browser');
 
 /** The embedded server as a program (so it can be killed), on a fixed port and log. */
-function startServerProcess(port: number, dir: string): ExampleProcess {
+function startServerProcess(port: number, dir: string, pages: string): ExampleProcess {
   // NOTES_BACKUP_MS: long enough that a kill lands while the backup runs.
-  const env = { PORT: String(port), TURNLOG_DIR: dir, NOTES_BACKUP_MS: '600000' };
+  const env = {
+    PORT: String(port),
+    TURNLOG_DIR: dir,
+    TURNLOG_WEB_DIST: pages,
+    NOTES_BACKUP_MS: '600000',
+  };
   return startExample('embedded-server', { env, outlivesTest: true });
 }
 
@@ -71,6 +76,7 @@ async function seedProviderToolLog(dir: string) {
 
 describe.skipIf(!hasChromium)('the web example in Chromium', () => {
   let dir: string;
+  let pages: string | undefined;
   let port: number;
   let url: string;
   let server: ExampleProcess;
@@ -83,17 +89,14 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
   const status = () => page.getByRole('status');
 
   beforeAll(async () => {
-    await build({
-      configFile: path.join(repoRoot, 'examples/web/vite.config.ts'),
-      logLevel: 'error',
-    });
+    pages = await buildWebPages();
     mkdirSync(shots, { recursive: true });
     dir = mkdtempSync(path.join(tmpdir(), 'turnlog-web-'));
     await seedDamagedLog(path.join(dir, 'embedded-server'));
     await seedProviderToolLog(path.join(dir, 'embedded-server'));
     port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    server = startServerProcess(port, dir);
+    server = startServerProcess(port, dir, pages as string);
     await server.next('listening on');
     browser = await launchChromium();
     page = browser.pages()[0] ?? (await browser.newPage());
@@ -104,6 +107,7 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
     server?.child.kill('SIGKILL');
     await server?.exited;
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    if (pages !== undefined) rmSync(pages, { recursive: true, force: true });
   });
 
   it('chats with useChat: streamed text, an ask allowed, one denied, one stopped', async () => {
@@ -214,7 +218,7 @@ describe.skipIf(!hasChromium)('the web example in Chromium', () => {
     await server.exited;
     await eventually(() => status().textContent()).toBe('Reconnecting to the server…');
 
-    server = startServerProcess(port, dir);
+    server = startServerProcess(port, dir, pages as string);
     await server.next('listening on');
     expect(server.stdout()).toContain(
       'recovered web-restart: parked (interrupted in settlingTools.running)',
