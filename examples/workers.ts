@@ -123,12 +123,15 @@ if (process.argv[2] === '--child') {
   child.kill('SIGKILL');
   const killedAt = Date.now();
   console.log('C: migrate is running — SIGKILL');
+  // The takeover commits each started call's tool.indeterminate, then run.recovered: wait for
+  // both (a read between the two sees the call pending, and no taker yet).
   let waiting = await a.pending(migrateSession);
-  while (waiting.length === 0) {
+  let facts = await a.facts(migrateSession);
+  while (waiting.length === 0 || !facts.some((fact) => fact.type === 'run.recovered')) {
     await new Promise((resolve) => setTimeout(resolve, 50));
     waiting = await a.pending(migrateSession);
+    facts = await a.facts(migrateSession);
   }
-  const facts = await a.facts(migrateSession);
   const taker = facts.find((fact) => fact.type === 'run.recovered')?.workerId;
   console.log(
     `${taker}: took C's run over ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill; ${waiting[0]?.name} may have run: ${waiting[0]?.kind}, waiting for a person`,
