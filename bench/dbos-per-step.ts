@@ -74,7 +74,7 @@ export interface DbosPerStepRow {
 /** Every side's figures, turnlog's store time, the load average before and after the rounds. */
 export interface DbosPerStepResult {
   rows: DbosPerStepRow[];
-  /** Where turnlog's step waits: wall ms in store appends and other store calls per step (means). */
+  /** Where turnlog's step waits: wall ms in store appends and other store calls per step (medians of its runs). */
   turnlogStore: {
     appendMsPerStep: number;
     appendsPerStep: number;
@@ -202,6 +202,7 @@ async function openSides(steps: number) {
     sync: agentGraph({ model: conversationModel(steps), checkpointer: savers.sync.saver }),
   };
   const loopModel = conversationModel(steps);
+  const storeRuns: ReturnType<typeof store.snapshot>[] = [];
   let run = 0;
   const next = () => {
     run += 1;
@@ -211,7 +212,18 @@ async function openSides(steps: number) {
     if (taken !== steps) throw new Error(`${side}: ${taken} model steps, expected ${steps}`);
   };
   const runs: Record<Side, () => Promise<unknown>> = {
-    turnlog: () => runTurnlog({ runtime, sessionId: next(), steps }),
+    // Its store time is taken per run (the snapshots cost nothing beside a run).
+    async turnlog() {
+      const before = store.snapshot();
+      await runTurnlog({ runtime, sessionId: next(), steps });
+      const after = store.snapshot();
+      storeRuns.push({
+        appendMs: after.appendMs - before.appendMs,
+        appends: after.appends - before.appends,
+        otherMs: after.otherMs - before.otherMs,
+        others: after.others - before.others,
+      });
+    },
     dbos: () => dbos.run(next(), steps).then(expectSteps('DBOS')),
     langGraphAsync: () =>
       runAgentGraph({ graph: graphs.async, threadId: next(), steps, durability: 'async' }),
@@ -224,7 +236,8 @@ async function openSides(steps: number) {
   };
   return {
     runs,
-    storeTime: store.snapshot,
+    /** turnlog's store time of each run so far (emptied after the warm-up). */
+    storeRuns,
     async close() {
       await runtime.close();
       await pool.query(`DROP SCHEMA IF EXISTS ${names.turnlogSchema} CASCADE`);
@@ -254,14 +267,13 @@ export async function benchDbosPerStep(
     await interleave({ sides: opened.runs, rounds: 0, warmup });
     const ticksBefore = await backendTicks(monitor);
     const statementsBefore = statements.snapshot();
-    const storeBefore = opened.storeTime();
+    opened.storeRuns.splice(0);
     const cpu = sampleLists(sides);
     const start = loadavg();
     const samples = await interleave({ sides: opened.runs, rounds, warmup: 0, cpu });
     const end = loadavg();
     const ticksAfter = await backendTicks(monitor);
     const statementsAfter = statements.snapshot();
-    const storeAfter = opened.storeTime();
     const stepsRun = rounds * steps;
     const delta = (after: Map<string, number>, before: Map<string, number>, side: Side) =>
       (after.get(applicationName(side)) ?? 0) - (before.get(applicationName(side)) ?? 0);
@@ -283,11 +295,13 @@ export async function benchDbosPerStep(
         commitsPerStep: counted(side, 'commits') / stepsRun,
       };
     });
+    const storeMedian = (key: keyof (typeof opened.storeRuns)[number]) =>
+      median(opened.storeRuns.map((run) => run[key])) / steps;
     const turnlogStore = {
-      appendMsPerStep: (storeAfter.appendMs - storeBefore.appendMs) / stepsRun,
-      appendsPerStep: (storeAfter.appends - storeBefore.appends) / stepsRun,
-      otherMsPerStep: (storeAfter.otherMs - storeBefore.otherMs) / stepsRun,
-      othersPerStep: (storeAfter.others - storeBefore.others) / stepsRun,
+      appendMsPerStep: storeMedian('appendMs'),
+      appendsPerStep: storeMedian('appends'),
+      otherMsPerStep: storeMedian('otherMs'),
+      othersPerStep: storeMedian('others'),
     };
     return { rows, turnlogStore, load: { start, end }, steps, rounds, warmup };
   } finally {
@@ -338,7 +352,7 @@ export function dbosPerStepTable(result: DbosPerStepResult): BenchTable {
     notes: [
       `wall and process CPU: medians of ${result.rounds} interleaved rounds after ${result.warmup} warm-up rounds; one run at a time, a new session, workflow or thread per run`,
       `load average (1, 5, 15 min): ${loads(load.start)} before the rounds, ${loads(load.end)} after`,
-      `turnlog's step, where the time goes (means over the measured rounds): ${formatMs(result.turnlogStore.appendMsPerStep)} waiting for ${result.turnlogStore.appendsPerStep.toFixed(2)} store appends (each its own commit), ${formatMs(result.turnlogStore.otherMsPerStep)} in ${result.turnlogStore.othersPerStep.toFixed(2)} other store calls, the rest in the process`,
+      `turnlog's step, where the time goes (medians over the measured runs, per step): ${formatMs(result.turnlogStore.appendMsPerStep)} waiting for ${result.turnlogStore.appendsPerStep.toFixed(2)} store appends (each its own commit), ${formatMs(result.turnlogStore.otherMsPerStep)} in ${result.turnlogStore.othersPerStep.toFixed(2)} other store calls, the rest in the process`,
       "server backends CPU: the /proc user + system ticks (10 ms each) of each side's PostgreSQL backends (found by application name) over all measured rounds ÷ the steps run; the server's shared background processes (WAL writer, checkpointer) are in no side",
       "statements: every query each side's connections sent (BEGIN and COMMIT count), over the measured rounds ÷ the steps run; write commits: the messages with a COMMIT and the writes outside a transaction (each waits for a WAL flush: synchronous_commit on)",
       `one server (TURNLOG_BENCH_PG, else 127.0.0.1:5432): turnlog and LangGraph in schemas of database test, DBOS in its own database ${names.dbosDatabase}; pools of 10 connections each`,
