@@ -25,7 +25,7 @@ import { checkLeases, leaseColumns, leaseStateOf } from './postgres-leases.ts';
  * each run's lease as its facts' tokens say), and handed to `batches` (`AppendBatches`), which
  * sends it with the other sessions' appends ready at the same moment in one statement, one
  * transaction, one round trip. The function takes the session row FOR UPDATE, then the runs'
- * leases FOR SHARE (a takeover waits for us), and writes the part (facts, `last_seq`, the runs
+ * leases FOR KEY SHARE (a takeover waits for us), and writes the part (facts, `last_seq`, the runs
  * index, the leases of runs that ended, NOTIFY) only WHERE the database finds that very state.
  *
  * When the belief does not hold nothing of that part was written, and the append goes the exact
@@ -33,10 +33,16 @@ import { checkLeases, leaseColumns, leaseStateOf } from './postgres-leases.ts';
  * RunLeasedError, the no-op of known ids — as before:
  *
  *   BEGIN; INSERT the session row if missing (ON CONFLICT DO NOTHING); SELECT last_seq … FOR
- *   UPDATE; SELECT known ids, ended runs, the runs' leases (FOR SHARE)      -- one message
+ *   UPDATE; SELECT known ids, ended runs, the runs' leases (FOR KEY SHARE)  -- one message
  *     → nothing new: ROLLBACK, a no-op (a retried append; a new session leaves no row)
  *     → lease check, expectedSeq, sealed runs: a throw is a ROLLBACK
  *   SELECT append_facts(the part, checked); COMMIT   -- NOTIFY delivered only once committed
+ *
+ * The lease rows are locked FOR KEY SHARE, the weakest lock that still fences: a takeover locks
+ * them FOR UPDATE (which waits for, or skips, ours), while its holder's renewal, an UPDATE of
+ * `expires_at` alone (FOR NO KEY UPDATE), goes through during the append. Under FOR SHARE a 50 MB
+ * append (seconds of parsing on the server) held the renewal off past a short lease, which had
+ * lapsed by the time it committed (issue 26, defect 5).
  */
 export async function appendFacts(options: {
   pool: PgPool;
@@ -156,7 +162,7 @@ async function lockedState(
      WITH leased AS (
        SELECT ${leaseColumns('', 'statement_timestamp()')} FROM ${schema.sql}.leases
        WHERE session_id = ${session} AND run_id IN (SELECT json_array_elements_text(${runIds}::json))
-       FOR SHARE
+       FOR KEY SHARE
      )
      SELECT
        array(SELECT id FROM ${schema.sql}.facts WHERE session_id = ${session}

@@ -6,7 +6,7 @@ import { StoreOpenError } from './postgres-errors.ts';
  * `appendParts`), each part a session, in the one transaction of the statement that calls it.
  * Per part, in the order given (the caller sorts by session, so every batch locks in one order):
  * the session row (created for a part that expects seq 0) FOR UPDATE, then its runs' lease rows
- * FOR SHARE (a takeover waits for the commit); then the belief — last seq as expected, no fact id
+ * FOR KEY SHARE (a takeover waits for the commit, a renewal of their holder does not); then the belief — last seq as expected, no fact id
  * stored, no run ended, each run's lease as its facts' token says, `live` judged as of the
  * statement's arrival — and only where it holds (or the part says `w`: the exact path checked it
  * under these locks already) the facts, `last_seq`, the runs index, the release of ended runs'
@@ -38,7 +38,7 @@ BEGIN
     PERFORM count(*) FROM (
       SELECT FROM $schema.leases WHERE session_id = sid
         AND run_id IN (SELECT r->>0 FROM jsonb_array_elements(part->'r') AS r)
-      FOR SHARE) AS locked;
+      FOR KEY SHARE) AS locked;
     holds := (part->>'w') IS NOT NULL OR (
       (SELECT last_seq FROM $schema.sessions WHERE session_id = sid) = expected
       AND NOT EXISTS (SELECT FROM $schema.facts WHERE session_id = sid
