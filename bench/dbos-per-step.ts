@@ -31,6 +31,8 @@ export interface DbosPerStepOptions {
 
 const sideNames = {
   turnlog: 'turnlog, postgresStore',
+  turnlogNoFlush:
+    'turnlog, postgresStore with synchronous_commit off (diagnostic, not durable: commits do not wait for the WAL flush)',
   dbos: 'DBOS Transact 5.3 workflow (a step per model call and per tool call)',
   langGraphAsync: 'LangGraph.js, PostgresSaver, durability async (default)',
   langGraphSync: 'LangGraph.js, PostgresSaver, durability sync',
@@ -90,10 +92,14 @@ export interface DbosPerStepResult {
 /**
  * Counts the statements each tagged connection sends (every `Client.query`, by its application
  * name), and its write commits: a message with COMMIT in it (turnlog sends `BEGIN; …; COMMIT` as
- * one), or an INSERT, UPDATE or DELETE outside BEGIN … COMMIT (autocommit). pg is one module for
+ * one), or an INSERT, UPDATE, DELETE or turnlog's `append_facts` outside BEGIN … COMMIT
+ * (autocommit). pg is one module for
  * turnlog, DBOS and LangGraph alike, so one wrapper sees them all.
  */
 function countStatements() {
+  // postgresStore's fast-path append is one `SELECT <schema>.append_facts(…)`: a write.
+  const writes = (head: string, text: string) =>
+    /^(INSERT|UPDATE|DELETE)/.test(head) || /\bappend_facts\(/.test(text);
   const counts = new Map<string, { statements: number; commits: number }>();
   const inTransaction = new WeakSet<object>();
   const prototype = pg.Client.prototype as unknown as {
@@ -115,7 +121,7 @@ function countStatements() {
         inTransaction.delete(this);
       } else if (head.startsWith('BEGIN')) inTransaction.add(this);
       else if (head.startsWith('ROLLBACK')) inTransaction.delete(this);
-      else if (/^(INSERT|UPDATE|DELETE)/.test(head) && !inTransaction.has(this)) count.commits += 1;
+      else if (writes(head, text) && !inTransaction.has(this)) count.commits += 1;
     }
     return original.apply(this, args);
   };
@@ -172,17 +178,39 @@ async function backendTicks(monitor: pg.Pool): Promise<Map<string, number>> {
   return ticks;
 }
 
-/** Opens every side; `close` undoes it all. */
-async function openSides(steps: number) {
+/**
+ * turnlog on postgresStore in its own schema, over a tagged pool; `noFlush` turns
+ * synchronous_commit off on its connections (a diagnostic: the commits stop waiting for the WAL
+ * flush, so what is left is the rest of the step).
+ */
+async function turnlogSide(side: 'turnlog' | 'turnlogNoFlush', steps: number) {
+  const schema = side === 'turnlog' ? names.turnlogSchema : `${names.turnlogSchema}_noflush`;
   const pool = new pg.Pool({
     ...postgresConnection(),
     max: 10,
     idleTimeoutMillis: 0,
-    application_name: applicationName('turnlog'),
+    application_name: applicationName(side),
+    ...(side === 'turnlogNoFlush' ? { options: '-c synchronous_commit=off' } : {}),
   });
-  await pool.query(`DROP SCHEMA IF EXISTS ${names.turnlogSchema} CASCADE`);
-  const store = timedStore(postgresStore({ pool, schema: names.turnlogSchema }));
+  await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  const store = timedStore(postgresStore({ pool, schema }));
   const runtime = conversationRuntime({ store: store.store, steps });
+  return {
+    store,
+    runtime,
+    async close() {
+      await runtime.close();
+      await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await pool.end();
+    },
+  };
+}
+
+/** Opens every side; `close` undoes it all. */
+async function openSides(steps: number) {
+  const turnlog = await turnlogSide('turnlog', steps);
+  const { store, runtime } = turnlog;
+  const noFlush = await turnlogSide('turnlogNoFlush', steps);
   const dbos = await launchDbosAgent({
     database: names.dbosDatabase,
     model: conversationModel(steps),
@@ -224,6 +252,7 @@ async function openSides(steps: number) {
         others: after.others - before.others,
       });
     },
+    turnlogNoFlush: () => runTurnlog({ runtime: noFlush.runtime, sessionId: next(), steps }),
     dbos: () => dbos.run(next(), steps).then(expectSteps('DBOS')),
     langGraphAsync: () =>
       runAgentGraph({ graph: graphs.async, threadId: next(), steps, durability: 'async' }),
@@ -239,9 +268,8 @@ async function openSides(steps: number) {
     /** turnlog's store time of each run so far (emptied after the warm-up). */
     storeRuns,
     async close() {
-      await runtime.close();
-      await pool.query(`DROP SCHEMA IF EXISTS ${names.turnlogSchema} CASCADE`);
-      await pool.end();
+      await turnlog.close();
+      await noFlush.close();
       await dbos.shutdown();
       await savers.async.close();
       await savers.sync.close();
@@ -354,7 +382,7 @@ export function dbosPerStepTable(result: DbosPerStepResult): BenchTable {
       `load average (1, 5, 15 min): ${loads(load.start)} before the rounds, ${loads(load.end)} after`,
       `turnlog's step, where the time goes (medians over the measured runs, per step): ${formatMs(result.turnlogStore.appendMsPerStep)} waiting for ${result.turnlogStore.appendsPerStep.toFixed(2)} store appends (each its own commit), ${formatMs(result.turnlogStore.otherMsPerStep)} in ${result.turnlogStore.othersPerStep.toFixed(2)} other store calls, the rest in the process`,
       "server backends CPU: the /proc user + system ticks (10 ms each) of each side's PostgreSQL backends (found by application name) over all measured rounds ÷ the steps run; the server's shared background processes (WAL writer, checkpointer) are in no side",
-      "statements: every query each side's connections sent (BEGIN and COMMIT count), over the measured rounds ÷ the steps run; write commits: the messages with a COMMIT and the writes outside a transaction (each waits for a WAL flush: synchronous_commit on)",
+      "statements: every query each side's connections sent (BEGIN and COMMIT count), over the measured rounds ÷ the steps run; write commits: the messages with a COMMIT and the writes outside a transaction (INSERT, UPDATE, DELETE, turnlog's SELECT append_facts(…)); each waits for a WAL flush (synchronous_commit on); DBOS's count includes its once-a-second background statements (queue and timeout housekeeping), its workflow itself commits 41 times per conversation (one per DBOS step, its start and its outcome)",
       `one server (TURNLOG_BENCH_PG, else 127.0.0.1:5432): turnlog and LangGraph in schemas of database test, DBOS in its own database ${names.dbosDatabase}; pools of 10 connections each`,
       'DBOS: each step checks the workflow is not cancelled and reads any recorded output, runs, then records its output in one transaction (an ownership check and an INSERT); the workflow records its start and its outcome',
     ],
