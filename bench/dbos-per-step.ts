@@ -73,16 +73,19 @@ export interface DbosPerStepRow {
   commitsPerStep: number;
 }
 
+/** Where a turnlog side's step waits for its store (medians of its runs ÷ steps). */
+export interface StoreTime {
+  appendMsPerStep: number;
+  appendsPerStep: number;
+  otherMsPerStep: number;
+  othersPerStep: number;
+}
+
 /** Every side's figures, turnlog's store time, the load average before and after the rounds. */
 export interface DbosPerStepResult {
   rows: DbosPerStepRow[];
   /** Where turnlog's step waits: wall ms in store appends and other store calls per step (medians of its runs). */
-  turnlogStore: {
-    appendMsPerStep: number;
-    appendsPerStep: number;
-    otherMsPerStep: number;
-    othersPerStep: number;
-  };
+  turnlogStore: Record<'turnlog' | 'turnlogNoFlush', StoreTime>;
   load: { start: number[]; end: number[] };
   steps: number;
   rounds: number;
@@ -195,9 +198,22 @@ async function turnlogSide(side: 'turnlog' | 'turnlogNoFlush', steps: number) {
   await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   const store = timedStore(postgresStore({ pool, schema }));
   const runtime = conversationRuntime({ store: store.store, steps });
+  /** Its store time in each run so far (emptied after the warm-up). */
+  const storeRuns: ReturnType<typeof store.snapshot>[] = [];
   return {
-    store,
-    runtime,
+    storeRuns,
+    /** Runs the conversation on a new session, its store time taken (snapshots cost nothing beside a run). */
+    async run(sessionId: string) {
+      const before = store.snapshot();
+      await runTurnlog({ runtime, sessionId, steps });
+      const after = store.snapshot();
+      storeRuns.push({
+        appendMs: after.appendMs - before.appendMs,
+        appends: after.appends - before.appends,
+        otherMs: after.otherMs - before.otherMs,
+        others: after.others - before.others,
+      });
+    },
     async close() {
       await runtime.close();
       await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
@@ -209,7 +225,6 @@ async function turnlogSide(side: 'turnlog' | 'turnlogNoFlush', steps: number) {
 /** Opens every side; `close` undoes it all. */
 async function openSides(steps: number) {
   const turnlog = await turnlogSide('turnlog', steps);
-  const { store, runtime } = turnlog;
   const noFlush = await turnlogSide('turnlogNoFlush', steps);
   const dbos = await launchDbosAgent({
     database: names.dbosDatabase,
@@ -230,7 +245,6 @@ async function openSides(steps: number) {
     sync: agentGraph({ model: conversationModel(steps), checkpointer: savers.sync.saver }),
   };
   const loopModel = conversationModel(steps);
-  const storeRuns: ReturnType<typeof store.snapshot>[] = [];
   let run = 0;
   const next = () => {
     run += 1;
@@ -240,19 +254,8 @@ async function openSides(steps: number) {
     if (taken !== steps) throw new Error(`${side}: ${taken} model steps, expected ${steps}`);
   };
   const runs: Record<Side, () => Promise<unknown>> = {
-    // Its store time is taken per run (the snapshots cost nothing beside a run).
-    async turnlog() {
-      const before = store.snapshot();
-      await runTurnlog({ runtime, sessionId: next(), steps });
-      const after = store.snapshot();
-      storeRuns.push({
-        appendMs: after.appendMs - before.appendMs,
-        appends: after.appends - before.appends,
-        otherMs: after.otherMs - before.otherMs,
-        others: after.others - before.others,
-      });
-    },
-    turnlogNoFlush: () => runTurnlog({ runtime: noFlush.runtime, sessionId: next(), steps }),
+    turnlog: () => turnlog.run(next()),
+    turnlogNoFlush: () => noFlush.run(next()),
     dbos: () => dbos.run(next(), steps).then(expectSteps('DBOS')),
     langGraphAsync: () =>
       runAgentGraph({ graph: graphs.async, threadId: next(), steps, durability: 'async' }),
@@ -265,8 +268,8 @@ async function openSides(steps: number) {
   };
   return {
     runs,
-    /** turnlog's store time of each run so far (emptied after the warm-up). */
-    storeRuns,
+    /** Each turnlog side's store time per run so far (emptied after the warm-up). */
+    storeRuns: { turnlog: turnlog.storeRuns, turnlogNoFlush: noFlush.storeRuns },
     async close() {
       await turnlog.close();
       await noFlush.close();
@@ -295,7 +298,8 @@ export async function benchDbosPerStep(
     await interleave({ sides: opened.runs, rounds: 0, warmup });
     const ticksBefore = await backendTicks(monitor);
     const statementsBefore = statements.snapshot();
-    opened.storeRuns.splice(0);
+    opened.storeRuns.turnlog.splice(0);
+    opened.storeRuns.turnlogNoFlush.splice(0);
     const cpu = sampleLists(sides);
     const start = loadavg();
     const samples = await interleave({ sides: opened.runs, rounds, warmup: 0, cpu });
@@ -323,13 +327,18 @@ export async function benchDbosPerStep(
         commitsPerStep: counted(side, 'commits') / stepsRun,
       };
     });
-    const storeMedian = (key: keyof (typeof opened.storeRuns)[number]) =>
-      median(opened.storeRuns.map((run) => run[key])) / steps;
+    const storeTime = (runs: typeof opened.storeRuns.turnlog) => {
+      const of = (key: keyof (typeof runs)[number]) => median(runs.map((one) => one[key])) / steps;
+      return {
+        appendMsPerStep: of('appendMs'),
+        appendsPerStep: of('appends'),
+        otherMsPerStep: of('otherMs'),
+        othersPerStep: of('others'),
+      };
+    };
     const turnlogStore = {
-      appendMsPerStep: storeMedian('appendMs'),
-      appendsPerStep: storeMedian('appends'),
-      otherMsPerStep: storeMedian('otherMs'),
-      othersPerStep: storeMedian('others'),
+      turnlog: storeTime(opened.storeRuns.turnlog),
+      turnlogNoFlush: storeTime(opened.storeRuns.turnlogNoFlush),
     };
     return { rows, turnlogStore, load: { start, end }, steps, rounds, warmup };
   } finally {
@@ -380,7 +389,10 @@ export function dbosPerStepTable(result: DbosPerStepResult): BenchTable {
     notes: [
       `wall and process CPU: medians of ${result.rounds} interleaved rounds after ${result.warmup} warm-up rounds; one run at a time, a new session, workflow or thread per run`,
       `load average (1, 5, 15 min): ${loads(load.start)} before the rounds, ${loads(load.end)} after`,
-      `turnlog's step, where the time goes (medians over the measured runs, per step): ${formatMs(result.turnlogStore.appendMsPerStep)} waiting for ${result.turnlogStore.appendsPerStep.toFixed(2)} store appends (each its own commit), ${formatMs(result.turnlogStore.otherMsPerStep)} in ${result.turnlogStore.othersPerStep.toFixed(2)} other store calls, the rest in the process`,
+      ...(['turnlog', 'turnlogNoFlush'] as const).map((side) => {
+        const time = result.turnlogStore[side];
+        return `${side === 'turnlog' ? "turnlog's step" : 'with synchronous_commit off'}, where the time goes (medians over the measured runs, per step): ${formatMs(time.appendMsPerStep)} waiting for ${time.appendsPerStep.toFixed(2)} store appends (each its own commit), ${formatMs(time.otherMsPerStep)} in ${time.othersPerStep.toFixed(2)} other store calls, the rest in the process`;
+      }),
       "server backends CPU: the /proc user + system ticks (10 ms each) of each side's PostgreSQL backends (found by application name) over all measured rounds ÷ the steps run; the server's shared background processes (WAL writer, checkpointer) are in no side",
       "statements: every query each side's connections sent (BEGIN and COMMIT count), over the measured rounds ÷ the steps run; write commits: the messages with a COMMIT and the writes outside a transaction (INSERT, UPDATE, DELETE, turnlog's SELECT append_facts(…)); each waits for a WAL flush (synchronous_commit on); DBOS's count includes its once-a-second background statements (queue and timeout housekeeping), its workflow itself commits 41 times per conversation (one per DBOS step, its start and its outcome)",
       `one server (TURNLOG_BENCH_PG, else 127.0.0.1:5432): turnlog and LangGraph in schemas of database test, DBOS in its own database ${names.dbosDatabase}; pools of 10 connections each`,
