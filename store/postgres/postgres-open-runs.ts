@@ -68,7 +68,7 @@ function disagreement(row: Record<string, unknown>, schema: PostgresSchema): str
 /**
  * The unfinished runs a worker's `recover()` resumes (`RunLeases.unattendedRuns`), by index
  * only: the candidates are the held leases that expired (`leases_held`, bounded as the takeover
- * scan bounds it) and the runs started without a lease (`facts_unleased_starts`, migration 3:
+ * scan bounds it) and the runs started without a lease (`facts_unleased_starts`, migration 4:
  * appended without a token, or imported; none on a database only workers wrote to). Each is kept
  * when the log leaves it open (no `run.ended` in `facts_run_bounds`) and no lease stands in the
  * way (none released: its worker parked it; none live). A parked run costs this query nothing:

@@ -75,7 +75,7 @@ describe('postgresStore unattendedRuns', () => {
     ]);
   });
 
-  it('upgrades a schema at migration 2 to the index of runs started without a lease, on open', async () => {
+  it('upgrades a schema at migration 3 to the index of runs started without a lease, on open', async () => {
     await store.append('never-leased', [storeFacts('never-leased').runStarted('f1', 'run_1')]);
     const indexes = async () =>
       (
@@ -84,9 +84,9 @@ describe('postgresStore unattendedRuns', () => {
           [database.schema],
         )
       ).rows.length;
-    // As a schema written before migration 3: no index, no row for it.
+    // As a schema written before migration 4: no index, no row for it.
     await admin.query(`DROP INDEX "${database.schema}".facts_unleased_starts`);
-    await admin.query(`DELETE FROM "${database.schema}".migrations WHERE version >= 3`);
+    await admin.query(`DELETE FROM "${database.schema}".migrations WHERE version >= 4`);
     expect(await indexes()).toBe(0);
     const upgraded = database.open();
     expect(await upgraded.unattendedRuns()).toEqual([
@@ -96,7 +96,7 @@ describe('postgresStore unattendedRuns', () => {
     const { rows } = await admin.query(
       `SELECT version FROM "${database.schema}".migrations ORDER BY version`,
     );
-    expect(rows.map((row) => row.version)).toEqual([1, 2, 3]);
+    expect(rows.map((row) => row.version)).toEqual([1, 2, 3, 4]);
   });
 
   it('reads by index only: no sequential scan however many runs are parked (EXPLAIN ANALYZE)', async () => {
