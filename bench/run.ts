@@ -1,9 +1,10 @@
 // Runs every benchmark and prints one markdown table per benchmark (npm run bench).
 // Pick some by name: npm run bench -- overhead log-size
 // Names: adapter, store, overhead, telemetry, postgres-store, workers, session-length, log-size,
-// rehydration, parked-memory, live-replay, deploy-check, retention, open-runs.
+// rehydration, parked-memory, live-replay, deploy-check, retention, open-runs, dbos.
 import { loadavg } from 'node:os';
 import { adapterTable, benchAdapter } from './adapter.ts';
+import { benchDbosPerStep, dbosPerStepTable } from './dbos-per-step.ts';
 import { benchDeployCheck, deployCheckTable } from './deploy-check.ts';
 import { benchLiveReplay, liveReplayTable } from './live-replay-memory.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
@@ -43,6 +44,8 @@ const benchmarks: Record<string, () => Promise<BenchTable | BenchTable[]>> = {
   // Tracing and metrics on and off, per step (issue 27).
   telemetry: async () => telemetryTable(await benchTelemetryOverhead()),
   'postgres-store': async () => postgresStoreTable(await benchPostgresStore()),
+  // Per step with one run: turnlog, a DBOS workflow and PostgresSaver on one server (issue 26).
+  dbos: async () => dbosPerStepTable(await benchDbosPerStep()),
   // Steps per second with 1, 2 and 4 worker processes; a dead worker's run moving on.
   workers: () => workersTables(),
   'session-length': async () => sessionLengthTable(await benchSessionLength()),

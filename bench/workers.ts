@@ -149,7 +149,7 @@ export interface ThroughputRow extends WorkerConfig {
 const throughputSchema = 'turnlog_bench_workers';
 
 /** CPU ticks of a process (user + system, and system), from /proc; 0 when it is gone. */
-async function processTicks(pid: number): Promise<{ total: number; system: number }> {
+export async function processTicks(pid: number): Promise<{ total: number; system: number }> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
   if (stat === undefined) return { total: 0, system: 0 };
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -166,7 +166,7 @@ async function machineTicks(): Promise<{ busy: number; total: number }> {
 }
 
 const ticksPerSecond = 100; // USER_HZ on Linux (getconf CLK_TCK)
-const ticksToMs = (ticks: number) => (ticks * 1000) / ticksPerSecond;
+export const ticksToMs = (ticks: number) => (ticks * 1000) / ticksPerSecond;
 
 /**
  * What the server spent, sampled at a moment: per backend of the bench's workers (by

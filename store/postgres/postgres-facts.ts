@@ -25,7 +25,7 @@ import { checkLeases, leaseColumns, leaseStateOf } from './postgres-leases.ts';
  *   BEGIN;                                                       -- one message, each statement
  *   INSERT the session row if missing (only for expectedSeq 0);  -- with its own snapshot
  *   SELECT … FOR UPDATE the session row;                         -- appends to a session queue here
- *   WITH leased (the runs' leases, FOR SHARE: a takeover waits for us), belief (does the state
+ *   WITH leased (the runs' leases, FOR KEY SHARE: a takeover waits for us), belief (does the state
  *     read now equal the believed one?) INSERT facts, move last_seq, update the runs index,
  *     release the leases of runs that ended, NOTIFY — each only WHERE the belief holds;
  *   COMMIT
@@ -36,7 +36,7 @@ import { checkLeases, leaseColumns, leaseStateOf } from './postgres-leases.ts';
  * trips:
  *
  *   BEGIN; INSERT the session row if missing (ON CONFLICT DO NOTHING); SELECT last_seq … FOR
- *   UPDATE; SELECT known ids, ended runs, the runs' leases (FOR SHARE)
+ *   UPDATE; SELECT known ids, ended runs, the runs' leases (FOR KEY SHARE)
  *     → nothing new: ROLLBACK, a no-op (a retried append; a new session leaves no row)
  *     → lease check, expectedSeq, sealed runs: a throw is a ROLLBACK
  *   INSERT facts, move last_seq, update the runs index, release the leases of runs that ended,
@@ -44,6 +44,12 @@ import { checkLeases, leaseColumns, leaseStateOf } from './postgres-leases.ts';
  *
  * Values travel as SQL literals (`sqlLiteral`): the simple query protocol, which alone takes
  * several statements in one message, has no parameters.
+ *
+ * The lease rows are locked FOR KEY SHARE, the weakest lock that still fences: a takeover locks
+ * them FOR UPDATE (which waits for, or skips, ours), while its holder's renewal, an UPDATE of
+ * `expires_at` alone (FOR NO KEY UPDATE), goes through during the append. Under FOR SHARE a 50 MB
+ * append (seconds of parsing on the server) held the renewal off past a short lease, which had
+ * lapsed by the time it committed (issue 26, defect 5).
  */
 export function appendFacts(options: {
   pool: PgPool;
@@ -150,7 +156,7 @@ function believedAppend(options: {
 /**
  * The fast path: one message that takes the exact path's locks in its order (the session row
  * FOR UPDATE, then, in a new statement that sees every append committed before the lock, the
- * runs' leases FOR SHARE), compares the state it reads with the believed one, and writes and
+ * runs' leases FOR KEY SHARE), compares the state it reads with the believed one, and writes and
  * notifies only if they are equal; then COMMIT. True when the facts were stored; false when
  * nothing was (the committed transaction wrote nothing, and the caller goes the exact path).
  */
@@ -178,7 +184,7 @@ async function appendIfBelieved(
        ON CONFLICT (session_id) DO NOTHING;`
       : '';
   // An AND may stop at any part that is not true, but a true one evaluated every part: when
-  // `holds` is true, the count read (so locked FOR SHARE) every lease row of the runs.
+  // `holds` is true, the count read (so locked FOR KEY SHARE) every lease row of the runs.
   // `live` as of the message's arrival (statement_timestamp()), before the server parsed it:
   // the exact path too judges the lease before it sends the facts. A 50 MB fact took longer to
   // parse than a short lease, so it was refused by its own size (issue 26, defect 5). Safe: a
@@ -186,7 +192,7 @@ async function appendIfBelieved(
   const belief = `WITH leased AS MATERIALIZED (
       SELECT ${leaseColumns('', 'statement_timestamp()')} FROM ${schema.sql}.leases
       WHERE session_id = ${session} AND run_id IN (${runs})
-      FOR SHARE
+      FOR KEY SHARE
     ), belief AS MATERIALIZED (
       SELECT ((SELECT last_seq FROM ${schema.sql}.sessions WHERE session_id = ${session}) = ${believed.lastSeq}
         AND NOT EXISTS (SELECT 1 FROM ${schema.sql}.facts WHERE session_id = ${session} AND id IN (${ids}))
@@ -228,7 +234,7 @@ async function lockedState(
      WITH leased AS (
        SELECT ${leaseColumns('', 'statement_timestamp()')} FROM ${schema.sql}.leases
        WHERE session_id = ${session} AND run_id IN (SELECT json_array_elements_text(${runIds}::json))
-       FOR SHARE
+       FOR KEY SHARE
      )
      SELECT
        array(SELECT id FROM ${schema.sql}.facts WHERE session_id = ${session}

@@ -47,8 +47,8 @@ function leaseFromRow(row: PgRow): RunLease {
 }
 
 /**
- * Fencing, in the append's transaction (the rows are locked FOR SHARE, so a takeover waits for
- * it): a fact with `workerId`/`leaseEpoch` needs exactly that live lease; a fact without them
+ * Fencing, in the append's transaction (the rows are locked FOR KEY SHARE, so a takeover, which
+ * locks them FOR UPDATE, waits for it, while the holder's renewal does not): a fact with `workerId`/`leaseEpoch` needs exactly that live lease; a fact without them
  * needs its run not to be held live by anyone.
  */
 export function checkLeases(options: {
@@ -144,9 +144,11 @@ export class PostgresLeases implements RunLeases {
     const leases = [...options.leases];
     for (const lease of leases) checkLease(lease, 'renewLeases');
     if (leases.length === 0) return { renewed: [], lost: [] };
-    // A lease row an append holds (FOR SHARE, until it commits) is skipped, not waited for: a
-    // renewal waiting behind a long append let every other lease of the worker lapse (issue 26,
-    // defect 5). A skipped row still live and still this worker's is `busy`: neither list.
+    // An append's lock on a lease row (FOR KEY SHARE) lets this UPDATE through: a long append
+    // does not hold its own lease's renewal off (issue 26, defect 5). A row locked otherwise (a
+    // takeover in flight, FOR UPDATE; an inbox settlement, FOR SHARE) is skipped, not waited for:
+    // a renewal waiting behind one lock let every other lease of the worker lapse. A skipped row
+    // still live and still this worker's is `busy`: neither list.
     const { rows } = await this.#pool.query(
       `WITH mine AS (
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[])
