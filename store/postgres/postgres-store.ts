@@ -24,6 +24,7 @@ import type {
   SessionRetention,
   SessionToRemove,
 } from '../session-retention.ts';
+import { AppendBatches } from './postgres-append-batches.ts';
 import {
   defaultTimeouts,
   type PgPool,
@@ -91,6 +92,7 @@ class PostgresEventStore implements PostgresStore {
   readonly #inbox: PostgresInbox;
   readonly #partialChars: number;
   readonly #appends = new SessionQueues();
+  readonly #batches: AppendBatches;
   readonly #partialWrites = new SessionQueues();
   readonly #findings = new Map<string, StoreFinding>();
   #closing: Promise<void> | undefined;
@@ -112,6 +114,7 @@ class PostgresEventStore implements PostgresStore {
       schema: this.#schema,
       timeouts: { ...defaultTimeouts, ...definedOnly(options.timeouts) },
     });
+    this.#batches = new AppendBatches({ pool: this.#pool, schema: this.#schema });
     this.#listeners = new FactListeners({ onListenerError: options.onListenerError });
     this.#notifications = new PostgresNotifications({
       connect: () => this.#pool.connect(),
@@ -159,6 +162,7 @@ class PostgresEventStore implements PostgresStore {
           candidates,
           expectedSeq: options.expectedSeq,
           where,
+          batches: this.#batches,
         });
       } catch (error) {
         if (TurnlogError.isTurnlogError(error)) throw error;
