@@ -37,7 +37,7 @@ import { appendFacts, readFacts } from './postgres-facts.ts';
 import { PostgresInbox } from './postgres-inbox.ts';
 import { PostgresLeases } from './postgres-leases.ts';
 import { PostgresNotifications } from './postgres-notifications.ts';
-import { readOpenRuns } from './postgres-open-runs.ts';
+import { readOpenRuns, readUnattendedRuns } from './postgres-open-runs.ts';
 import { StorePool } from './postgres-pool.ts';
 import { endedSessions, importFacts, removeSessions } from './postgres-retention.ts';
 import { SessionQueues } from './postgres-session-queues.ts';
@@ -88,7 +88,7 @@ class PostgresEventStore implements PostgresStore {
   readonly #listeners: FactListeners;
   readonly #notifications: PostgresNotifications;
   readonly #subscriptions: FactSubscriptions;
-  readonly #leases: RunLeases;
+  readonly #leases: PostgresLeases;
   readonly #inbox: PostgresInbox;
   readonly #partialChars: number;
   readonly #appends = new SessionQueues();
@@ -313,6 +313,13 @@ class PostgresEventStore implements PostgresStore {
     this.#call('takeOverExpiredLeases', () => this.#leases.takeOverExpiredLeases(options));
   leaseOf: RunLeases['leaseOf'] = (options) =>
     this.#call('leaseOf', () => this.#leases.leaseOf(options));
+  unattendedRuns: RunLeases['unattendedRuns'] = async () => {
+    const runs = await this.#query('unattendedRuns', (pool) =>
+      readUnattendedRuns(pool, this.#schema),
+    );
+    // JavaScript's order of session ids, as openRuns() gives it.
+    return runs.sort((left, right) => compare(left.sessionId, right.sessionId));
+  };
   postToInbox: RunInbox['postToInbox'] = (request) =>
     this.#call('postToInbox', () => this.#inbox.postToInbox(request));
   pendingInbox: RunInbox['pendingInbox'] = (options) =>
