@@ -17,6 +17,8 @@ export interface WorkerTenureOptions {
   store: SharedStore;
   id: string;
   leaseMs: number;
+  /** `thread`: the store's renewal thread renews the leases (`RunLeases.leaseRenewalThread`). */
+  renewal: 'thread' | 'loop';
   random: () => number;
   generateId: IdGenerator;
   /** The runtime's clock in milliseconds. */
@@ -72,6 +74,7 @@ export class WorkerTenure implements RunTenure {
       },
       onTakenOver: (lease) => this.#takeOver(lease),
       onError,
+      thread: options.renewal === 'thread' ? store.leaseRenewalThread?.() : undefined,
       ...(telemetry && { onRenewalFailed: (count: number) => telemetry.renewalsMissed(count) }),
     });
     this.#followers = new RunFollowers({ store, runs, onError });
@@ -84,6 +87,11 @@ export class WorkerTenure implements RunTenure {
       runs,
       closed: options.closed,
     });
+  }
+
+  /** Where this worker's leases are renewed from now (`WorkerLeases.renewal`). */
+  get renewal(): 'thread' | 'loop' {
+    return this.#leases.renewal;
   }
 
   /**
