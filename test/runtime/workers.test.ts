@@ -334,6 +334,48 @@ describe('workers on one postgresStore', () => {
     expect(work.executions).toEqual(['j1']);
   });
 
+  it(
+    'answers a decision already made that its driver could settle only after the run ended, at the end',
+    async () => {
+      // A decision already made commits no fact: its driver settles it after doing it, and the run
+      // may end first, taking the lease the settlement is made under with it. Its sender learned
+      // only at its next tick, leaseMs / 4 later (here 150 s; 15 s with the tests' minute, which
+      // was the "hang" of a race of decisions and recover() under load).
+      const work = workTool('ask');
+      const settlement = holdingSettlement(database.open());
+      const a = worker('a', work.tool, { leaseMs: 600_000, store: settlement.store });
+      const b = worker('b', work.tool, { leaseMs: 600_000 });
+      const turn = await a.send({ sessionId: 's1', text: 'go' });
+      await until(turn, isFactOf('tool.permission.requested'));
+      const [pending] = await a.pending('s1');
+      const decision = {
+        sessionId: 's1',
+        callId: pending?.callId ?? '',
+        decision: 'allow' as const,
+      };
+      const release = work.hold();
+      await a.decide(decision);
+      await until(turn, isFactOf('tool.started'));
+      // b's repeat reaches a through the inbox while the tool runs; a settles it only after the end.
+      const repeat = b.decide(decision).then(() => 'decided');
+      await settlement.reached;
+      release();
+      expect(await turn.done).toMatchObject({ status: 'completed', text: 'All done.' });
+      const stuck = new Promise((resolve) =>
+        setTimeout(() => resolve('still waiting'), scaled(15_000, slowdown)),
+      );
+      try {
+        expect(await Promise.race([repeat, stuck])).toBe('decided');
+      } finally {
+        settlement.release();
+      }
+      const facts = await b.facts('s1');
+      expect(facts.filter((fact) => fact.type === 'tool.permission.decided')).toHaveLength(1);
+      expect(work.executions).toEqual(['j1']);
+    },
+    scaled(60_000, slowdown),
+  );
+
   it("throws a refusal from the driver's worker as the driver's error class", async () => {
     const work = workTool();
     const release = work.hold();
@@ -531,6 +573,29 @@ function freezable(store: PostgresStore) {
       open();
     },
   };
+}
+
+/**
+ * A store whose inbox settlements wait until `release()` (the driver settles a request after
+ * doing it; the run may end meanwhile): `reached` resolves when the first one is made.
+ */
+function holdingSettlement(store: PostgresStore) {
+  const reached = deferred();
+  const gate = deferred();
+  const wrapped = new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (key === 'settleInboxItem') {
+        return async (...args: Parameters<PostgresStore['settleInboxItem']>) => {
+          reached.resolve();
+          await gate.promise;
+          return target.settleInboxItem(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { store: wrapped, reached: reached.promise, release: () => gate.resolve() };
 }
 
 /**
