@@ -12,6 +12,7 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import type { Fact } from '../events/facts.ts';
 import { postgresStore } from '../store/postgres/postgres-store.ts';
 import { seededRandom } from '../test/crash/crash-harness.ts';
 import { dbosSystemDatabaseUrl } from './dbos-agent.ts';
@@ -65,6 +66,8 @@ export interface KillCampaignRow {
   /** Executions beyond the first, over every call. */
   extraExecutions: number;
   effectNever: number;
+  /** turnlog: `tool.indeterminate` facts (a call cut again while being recovered has several). */
+  indeterminateFacts: number;
   /**
    * turnlog: calls a kill cut (`tool.indeterminate`), and how each was answered: by a person
    * (no check of its own: the campaign answers `report-unknown`) or by its `reconcile`.
@@ -75,6 +78,12 @@ export interface KillCampaignRow {
   reconciledNotDone: number;
   /** Of the calls a person answered, how many had run (a ledger row) and how many had not. */
   personCallsThatRan: number;
+  /**
+   * Calls a kill cut after their side effect and before the system recorded their end: turnlog's
+   * cut calls with a ledger row; for DBOS, every execution beyond a call's first (the one before
+   * it was cut after its effect).
+   */
+  cutAfterEffect: number;
   wallMs: number;
 }
 
@@ -202,10 +211,12 @@ async function count(
   };
   const none = {
     indeterminate: 0,
+    indeterminateFacts: 0,
     answeredByPerson: 0,
     reconciledDone: 0,
     reconciledNotDone: 0,
     personCallsThatRan: 0,
+    cutAfterEffect: 0,
   };
   if (system === 'dbos') {
     const dbos = new pg.Client({ connectionString: dbosSystemDatabaseUrl(names.dbosDatabase) });
@@ -238,21 +249,42 @@ async function count(
     if (ended.length === 1 && ended[0]?.type === 'run.ended' && ended[0].status === 'completed') {
       tally.completed += 1;
     }
-    for (const fact of facts) {
-      if (fact.type === 'tool.indeterminate') tally.indeterminate += 1;
-      if (fact.type === 'tool.reconciled' && fact.answer === 'done') tally.reconciledDone += 1;
-      if (fact.type === 'tool.reconciled' && fact.answer === 'not-done') {
-        tally.reconciledNotDone += 1;
-      }
-      if (fact.type === 'tool.indeterminate' && fact.check === undefined) {
-        // No check of its own: the run waits for a person (the campaign answers report-unknown).
-        tally.answeredByPerson += 1;
-        if ((executions.get(`${runId} ${fact.callId}`) ?? 0) > 0) tally.personCallsThatRan += 1;
-      }
-    }
+    const calls = tallyCalls(facts, (callId) => executions.get(`${runId} ${callId}`) ?? 0);
+    for (const key of Object.keys(none) as (keyof typeof none)[]) tally[key] += calls[key];
   }
   await store.close();
   return { system, runs: runIds.length, ...tally, ...effects };
+}
+
+/**
+ * One turnlog run's cut calls, counted once each (a call cut again during its recovery gets
+ * another `tool.indeterminate`): how many, how its `reconcile` last answered, whether it waited
+ * for a person and, if so, whether it had run (`executions`: its ledger rows).
+ */
+function tallyCalls(facts: readonly Fact[], executions: (callId: string) => number) {
+  const cut = new Set<string>();
+  const person = new Set<string>();
+  const answers = new Map<string, string>();
+  let indeterminateFacts = 0;
+  for (const fact of facts) {
+    if (fact.type === 'tool.indeterminate') {
+      indeterminateFacts += 1;
+      cut.add(fact.callId);
+      // No check of its own: the run waits for a person (the campaign answers report-unknown).
+      if (fact.check === undefined) person.add(fact.callId);
+    }
+    if (fact.type === 'tool.reconciled') answers.set(fact.callId, fact.answer);
+  }
+  const answered = [...answers.values()];
+  return {
+    indeterminate: cut.size,
+    indeterminateFacts,
+    answeredByPerson: person.size,
+    reconciledDone: answered.filter((answer) => answer === 'done').length,
+    reconciledNotDone: answered.filter((answer) => answer === 'not-done').length,
+    personCallsThatRan: [...person].filter((callId) => executions(callId) > 0).length,
+    cutAfterEffect: [...cut].filter((callId) => executions(callId) > 0).length,
+  };
 }
 
 /** Runs the campaign for every system, one after the other, with the same seed. */
@@ -304,11 +336,14 @@ export function killCampaignTable(
       metric('runs completed', (row) => `${row.completed}`),
       metric('runs failed', (row) => `${row.failed.length}`),
       metric('tool calls', (row) => `${row.toolCalls}`),
+      metric('calls a kill cut after their side effect, before the system recorded it', (row) =>
+        row.system === 'dbos' ? `${row.extraExecutions}` : `${row.cutAfterEffect}`,
+      ),
       metric('calls whose side effect ran twice or more', (row) => `${row.effectTwice}`),
       metric('extra executions in all', (row) => `${row.extraExecutions}`),
       metric('calls whose side effect never ran', (row) => `${row.effectNever}`),
       metric('calls a kill cut while running (tool.indeterminate)', (row) =>
-        row.system === 'dbos' ? '-' : `${row.indeterminate}`,
+        row.system === 'dbos' ? '-' : `${row.indeterminate} (${row.indeterminateFacts} facts)`,
       ),
       metric('… answered by reconcile: had run / had not', (row) =>
         row.system === 'dbos' ? '-' : `${row.reconciledDone} / ${row.reconciledNotDone}`,
@@ -322,7 +357,7 @@ export function killCampaignTable(
       `command: npx node bench/dbos-kill-campaign.ts --runs ${options.runs} --kills ${options.kills} --seed ${options.seed} --systems ${options.systems.join(',')} --in-flight ${options.inFlight} --max-delay-ms ${options.maxDelayMs} --tool-ms ${options.toolMs} --lease-ms ${options.leaseMs}`,
       `load average (1, 5, 15 min): ${loads(load.start)} at the start, ${loads(load.end)} at the end`,
       `each process runs ${options.inFlight} runs at a time; each kill lands a uniform 20–${options.maxDelayMs} ms after the process is ready (seeded); after the last kill it runs until every run has ended`,
-      `the tool's side effect: a ledger row (system, run, call) committed outside both systems, then ${options.toolMs} ms before it returns; "ran twice" counts calls with two or more rows`,
+      `the tool's side effect: a ledger row (system, run, call) committed outside both systems, then ${options.toolMs} ms before it returns; "ran twice" counts calls with two or more rows; a seed fixes the kill delays, not what they hit (that depends on the machine's load)`,
       `turnlog: a worker with leaseMs ${options.leaseMs} on postgresStore; after a restart, recover() and the takeover scan resume the runs; an indeterminate call of turnlog is answered report-unknown by the campaign (a person), of turnlog-reconcile by its reconcile (a ledger lookup)`,
       'DBOS: DBOS.launch() in the restarted process recovers its pending workflows; a step interrupted after its effect and before its checkpoint runs again (at-least-once steps, as DBOS documents)',
     ],

@@ -31,6 +31,8 @@ export interface DbosPerStepOptions {
 
 const sideNames = {
   turnlog: 'turnlog, postgresStore',
+  turnlogNoFlush:
+    'turnlog, postgresStore with synchronous_commit off (diagnostic, not durable: commits do not wait for the WAL flush)',
   dbos: 'DBOS Transact 5.3 workflow (a step per model call and per tool call)',
   langGraphAsync: 'LangGraph.js, PostgresSaver, durability async (default)',
   langGraphSync: 'LangGraph.js, PostgresSaver, durability sync',
@@ -71,16 +73,19 @@ export interface DbosPerStepRow {
   commitsPerStep: number;
 }
 
+/** Where a turnlog side's step waits for its store (medians of its runs ÷ steps). */
+export interface StoreTime {
+  appendMsPerStep: number;
+  appendsPerStep: number;
+  otherMsPerStep: number;
+  othersPerStep: number;
+}
+
 /** Every side's figures, turnlog's store time, the load average before and after the rounds. */
 export interface DbosPerStepResult {
   rows: DbosPerStepRow[];
-  /** Where turnlog's step waits: wall ms in store appends and other store calls per step (means). */
-  turnlogStore: {
-    appendMsPerStep: number;
-    appendsPerStep: number;
-    otherMsPerStep: number;
-    othersPerStep: number;
-  };
+  /** Where turnlog's step waits: wall ms in store appends and other store calls per step (medians of its runs). */
+  turnlogStore: Record<'turnlog' | 'turnlogNoFlush', StoreTime>;
   load: { start: number[]; end: number[] };
   steps: number;
   rounds: number;
@@ -90,10 +95,14 @@ export interface DbosPerStepResult {
 /**
  * Counts the statements each tagged connection sends (every `Client.query`, by its application
  * name), and its write commits: a message with COMMIT in it (turnlog sends `BEGIN; …; COMMIT` as
- * one), or an INSERT, UPDATE or DELETE outside BEGIN … COMMIT (autocommit). pg is one module for
+ * one), or an INSERT, UPDATE, DELETE or turnlog's `append_facts` outside BEGIN … COMMIT
+ * (autocommit). pg is one module for
  * turnlog, DBOS and LangGraph alike, so one wrapper sees them all.
  */
 function countStatements() {
+  // postgresStore's fast-path append is one `SELECT <schema>.append_facts(…)`: a write.
+  const writes = (head: string, text: string) =>
+    /^(INSERT|UPDATE|DELETE)/.test(head) || /\bappend_facts\(/.test(text);
   const counts = new Map<string, { statements: number; commits: number }>();
   const inTransaction = new WeakSet<object>();
   const prototype = pg.Client.prototype as unknown as {
@@ -115,7 +124,7 @@ function countStatements() {
         inTransaction.delete(this);
       } else if (head.startsWith('BEGIN')) inTransaction.add(this);
       else if (head.startsWith('ROLLBACK')) inTransaction.delete(this);
-      else if (/^(INSERT|UPDATE|DELETE)/.test(head) && !inTransaction.has(this)) count.commits += 1;
+      else if (writes(head, text) && !inTransaction.has(this)) count.commits += 1;
     }
     return original.apply(this, args);
   };
@@ -172,17 +181,51 @@ async function backendTicks(monitor: pg.Pool): Promise<Map<string, number>> {
   return ticks;
 }
 
-/** Opens every side; `close` undoes it all. */
-async function openSides(steps: number) {
+/**
+ * turnlog on postgresStore in its own schema, over a tagged pool; `noFlush` turns
+ * synchronous_commit off on its connections (a diagnostic: the commits stop waiting for the WAL
+ * flush, so what is left is the rest of the step).
+ */
+async function turnlogSide(side: 'turnlog' | 'turnlogNoFlush', steps: number) {
+  const schema = side === 'turnlog' ? names.turnlogSchema : `${names.turnlogSchema}_noflush`;
   const pool = new pg.Pool({
     ...postgresConnection(),
     max: 10,
     idleTimeoutMillis: 0,
-    application_name: applicationName('turnlog'),
+    application_name: applicationName(side),
+    ...(side === 'turnlogNoFlush' ? { options: '-c synchronous_commit=off' } : {}),
   });
-  await pool.query(`DROP SCHEMA IF EXISTS ${names.turnlogSchema} CASCADE`);
-  const store = timedStore(postgresStore({ pool, schema: names.turnlogSchema }));
+  await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  const store = timedStore(postgresStore({ pool, schema }));
   const runtime = conversationRuntime({ store: store.store, steps });
+  /** Its store time in each run so far (emptied after the warm-up). */
+  const storeRuns: ReturnType<typeof store.snapshot>[] = [];
+  return {
+    storeRuns,
+    /** Runs the conversation on a new session, its store time taken (snapshots cost nothing beside a run). */
+    async run(sessionId: string) {
+      const before = store.snapshot();
+      await runTurnlog({ runtime, sessionId, steps });
+      const after = store.snapshot();
+      storeRuns.push({
+        appendMs: after.appendMs - before.appendMs,
+        appends: after.appends - before.appends,
+        otherMs: after.otherMs - before.otherMs,
+        others: after.others - before.others,
+      });
+    },
+    async close() {
+      await runtime.close();
+      await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await pool.end();
+    },
+  };
+}
+
+/** Opens every side; `close` undoes it all. */
+async function openSides(steps: number) {
+  const turnlog = await turnlogSide('turnlog', steps);
+  const noFlush = await turnlogSide('turnlogNoFlush', steps);
   const dbos = await launchDbosAgent({
     database: names.dbosDatabase,
     model: conversationModel(steps),
@@ -211,7 +254,8 @@ async function openSides(steps: number) {
     if (taken !== steps) throw new Error(`${side}: ${taken} model steps, expected ${steps}`);
   };
   const runs: Record<Side, () => Promise<unknown>> = {
-    turnlog: () => runTurnlog({ runtime, sessionId: next(), steps }),
+    turnlog: () => turnlog.run(next()),
+    turnlogNoFlush: () => noFlush.run(next()),
     dbos: () => dbos.run(next(), steps).then(expectSteps('DBOS')),
     langGraphAsync: () =>
       runAgentGraph({ graph: graphs.async, threadId: next(), steps, durability: 'async' }),
@@ -224,11 +268,11 @@ async function openSides(steps: number) {
   };
   return {
     runs,
-    storeTime: store.snapshot,
+    /** Each turnlog side's store time per run so far (emptied after the warm-up). */
+    storeRuns: { turnlog: turnlog.storeRuns, turnlogNoFlush: noFlush.storeRuns },
     async close() {
-      await runtime.close();
-      await pool.query(`DROP SCHEMA IF EXISTS ${names.turnlogSchema} CASCADE`);
-      await pool.end();
+      await turnlog.close();
+      await noFlush.close();
       await dbos.shutdown();
       await savers.async.close();
       await savers.sync.close();
@@ -254,14 +298,14 @@ export async function benchDbosPerStep(
     await interleave({ sides: opened.runs, rounds: 0, warmup });
     const ticksBefore = await backendTicks(monitor);
     const statementsBefore = statements.snapshot();
-    const storeBefore = opened.storeTime();
+    opened.storeRuns.turnlog.splice(0);
+    opened.storeRuns.turnlogNoFlush.splice(0);
     const cpu = sampleLists(sides);
     const start = loadavg();
     const samples = await interleave({ sides: opened.runs, rounds, warmup: 0, cpu });
     const end = loadavg();
     const ticksAfter = await backendTicks(monitor);
     const statementsAfter = statements.snapshot();
-    const storeAfter = opened.storeTime();
     const stepsRun = rounds * steps;
     const delta = (after: Map<string, number>, before: Map<string, number>, side: Side) =>
       (after.get(applicationName(side)) ?? 0) - (before.get(applicationName(side)) ?? 0);
@@ -283,11 +327,18 @@ export async function benchDbosPerStep(
         commitsPerStep: counted(side, 'commits') / stepsRun,
       };
     });
+    const storeTime = (runs: typeof opened.storeRuns.turnlog) => {
+      const of = (key: keyof (typeof runs)[number]) => median(runs.map((one) => one[key])) / steps;
+      return {
+        appendMsPerStep: of('appendMs'),
+        appendsPerStep: of('appends'),
+        otherMsPerStep: of('otherMs'),
+        othersPerStep: of('others'),
+      };
+    };
     const turnlogStore = {
-      appendMsPerStep: (storeAfter.appendMs - storeBefore.appendMs) / stepsRun,
-      appendsPerStep: (storeAfter.appends - storeBefore.appends) / stepsRun,
-      otherMsPerStep: (storeAfter.otherMs - storeBefore.otherMs) / stepsRun,
-      othersPerStep: (storeAfter.others - storeBefore.others) / stepsRun,
+      turnlog: storeTime(opened.storeRuns.turnlog),
+      turnlogNoFlush: storeTime(opened.storeRuns.turnlogNoFlush),
     };
     return { rows, turnlogStore, load: { start, end }, steps, rounds, warmup };
   } finally {
@@ -338,9 +389,12 @@ export function dbosPerStepTable(result: DbosPerStepResult): BenchTable {
     notes: [
       `wall and process CPU: medians of ${result.rounds} interleaved rounds after ${result.warmup} warm-up rounds; one run at a time, a new session, workflow or thread per run`,
       `load average (1, 5, 15 min): ${loads(load.start)} before the rounds, ${loads(load.end)} after`,
-      `turnlog's step, where the time goes (means over the measured rounds): ${formatMs(result.turnlogStore.appendMsPerStep)} waiting for ${result.turnlogStore.appendsPerStep.toFixed(2)} store appends (each its own commit), ${formatMs(result.turnlogStore.otherMsPerStep)} in ${result.turnlogStore.othersPerStep.toFixed(2)} other store calls, the rest in the process`,
+      ...(['turnlog', 'turnlogNoFlush'] as const).map((side) => {
+        const time = result.turnlogStore[side];
+        return `${side === 'turnlog' ? "turnlog's step" : 'with synchronous_commit off'}, where the time goes (medians over the measured runs, per step): ${formatMs(time.appendMsPerStep)} waiting for ${time.appendsPerStep.toFixed(2)} store appends (each its own commit), ${formatMs(time.otherMsPerStep)} in ${time.othersPerStep.toFixed(2)} other store calls, the rest in the process`;
+      }),
       "server backends CPU: the /proc user + system ticks (10 ms each) of each side's PostgreSQL backends (found by application name) over all measured rounds ÷ the steps run; the server's shared background processes (WAL writer, checkpointer) are in no side",
-      "statements: every query each side's connections sent (BEGIN and COMMIT count), over the measured rounds ÷ the steps run; write commits: the messages with a COMMIT and the writes outside a transaction (each waits for a WAL flush: synchronous_commit on)",
+      "statements: every query each side's connections sent (BEGIN and COMMIT count), over the measured rounds ÷ the steps run; write commits: the messages with a COMMIT and the writes outside a transaction (INSERT, UPDATE, DELETE, turnlog's SELECT append_facts(…)); each waits for a WAL flush (synchronous_commit on); DBOS's count includes its once-a-second background statements (queue and timeout housekeeping), its workflow itself commits 41 times per conversation (one per DBOS step, its start and its outcome)",
       `one server (TURNLOG_BENCH_PG, else 127.0.0.1:5432): turnlog and LangGraph in schemas of database test, DBOS in its own database ${names.dbosDatabase}; pools of 10 connections each`,
       'DBOS: each step checks the workflow is not cancelled and reads any recorded output, runs, then records its output in one transaction (an ownership check and an INSERT); the workflow records its start and its outcome',
     ],

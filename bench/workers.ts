@@ -2,7 +2,7 @@
 // processes on one database, and the time from a worker's SIGKILL to another worker's first fact
 // for its run, at several leaseMs. Every worker is a process of its own (bench/worker-child.ts),
 // as in production; the server is TURNLOG_BENCH_PG, else 127.0.0.1:5432/test.
-// Run alone: npx node bench/workers.ts [throughput] [takeover] [--configs=1x4,1x64] [--rounds=3]
+// Run alone: npx node bench/workers.ts [throughput] [takeover] [--configs=1x4,1x64] [--rounds=3] [--window-ms=4000]
 //   [--base=<another checkout>[:label]] (each configuration with that checkout too, A/B)
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
@@ -43,7 +43,9 @@ interface Child {
 }
 
 function startChild(options: ChildOptions): Child {
-  const child = spawn(process.execPath, [childFile, JSON.stringify(options)], {
+  // TURNLOG_BENCH_NODE_ARGS: Node options for the workers, e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`.
+  const nodeArgs = (process.env.TURNLOG_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, childFile, JSON.stringify(options)], {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const seen: string[] = [];
@@ -666,7 +668,7 @@ export async function workersTables(
 
 /**
  * The throughput options of the command line: `--configs=1x4,1x64` (workers × runs in flight),
- * `--rounds=3`, and `--base=<checkout>[:label]`, which measures each configuration with another
+ * `--rounds=3`, `--window-ms=4000`, and `--base=<checkout>[:label]`, which measures each configuration with another
  * checkout of turnlog too (e.g. `git archive 88b6cc3 | tar -x -C /tmp/base`, node_modules linked).
  */
 function throughputOptions(args: readonly string[]): ThroughputBenchOptions {
@@ -682,6 +684,8 @@ function throughputOptions(args: readonly string[]): ThroughputBenchOptions {
   if (configs !== undefined) options.configs = configs;
   const rounds = value('rounds');
   if (rounds !== undefined) options.rounds = Number(rounds);
+  const windowMs = value('window-ms');
+  if (windowMs !== undefined) options.windowMs = Number(windowMs);
   const base = value('base');
   if (base !== undefined) {
     const [root = base, label = 'before'] = base.split(':');

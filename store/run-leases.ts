@@ -3,6 +3,7 @@ import {
   TurnlogError,
   type TurnlogErrorOptions,
 } from '../events/turnlog-error.ts';
+import type { OpenRun } from './event-store.ts';
 
 /**
  * One worker's right to drive one run until `expiresAtMs` (the database's clock). `epoch` grows
@@ -94,6 +95,39 @@ export interface RunLeases {
   }): Promise<RunLease[]>;
   /** The run's lease as it stands, or `undefined` if it was never leased. */
   leaseOf(options: { sessionId: string; runId: string }): Promise<RunLeaseState | undefined>;
+  /**
+   * The unfinished runs nobody drives and no worker parked: their lease expired while held (its
+   * worker died, hangs, or handed it over) or they never had one (appended without a lease, or
+   * imported), in the order of `openRuns()`. A run waiting for a person whose worker released
+   * its lease, and a run a live lease holds, are not in it: what a worker's `recover()` resumes,
+   * read by index (never every open run), so its cost does not grow with the runs parked.
+   */
+  unattendedRuns(): Promise<OpenRun[]>;
+  /**
+   * How a worker thread renews this store's leases over a connection of its own, so that no
+   * work on the main thread's event loop (a 50 MB tool output, a blocking tool) holds a renewal
+   * up; `undefined` when the store cannot say (`postgresStore` given a pool of yours, whose
+   * connection settings a thread cannot copy). Optional: a store without it is renewed from the
+   * event loop.
+   */
+  leaseRenewalThread?(): LeaseRenewalThread | undefined;
+}
+
+/**
+ * What a worker thread opens to renew a store's leases (`RunLeases.leaseRenewalThread`): the URL
+ * of a module exporting `openLeaseRenewer(options): Promise<LeaseRenewer>`, and its options
+ * (structured-cloneable: they are copied into the thread).
+ */
+export interface LeaseRenewalThread {
+  module: string;
+  options: unknown;
+}
+
+/** A renewer opened in a worker thread: `renewLeases` as the store's, over its own connection. */
+export interface LeaseRenewer {
+  renewLeases: RunLeases['renewLeases'];
+  /** Ends its connection. */
+  close(): Promise<void>;
 }
 
 /**

@@ -118,7 +118,9 @@ interface Queued {
  * Group commit across sessions: the fast-path appends of every session of the store that are
  * ready at the same moment go to PostgreSQL in one statement, one transaction, one round trip
  * (one WAL flush for all of them). Parts queue while a batch is in flight and go together on the
- * next `setImmediate`, sorted by session (every batch takes the session locks in one order).
+ * next `setImmediate`, sorted by session (every batch takes the session locks in one order),
+ * up to `maxBytes` of facts; a larger part goes alone at once, beside the batches, so a 50 MB
+ * tool output delays no other run's append.
  * Each part keeps its own belief check: a part whose belief does not hold wrote nothing and
  * resolves `false` (its append goes the exact path) while the others commit. A batch the server
  * refused as a whole with an SQL error (a deadlock, a statement timeout: nothing of it was
@@ -160,14 +162,27 @@ export class AppendBatches {
   }
 
   #schedule(): void {
-    if (this.#scheduled || this.#inFlight >= this.#maxInFlight || this.#queued.length === 0) return;
+    if (this.#scheduled || this.#queued.length === 0) return;
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
+      // A part larger than a batch goes at once, on a connection of its own, outside the limit:
+      // the seconds a 50 MB fact takes to send and store hold up no other run's append.
+      for (const queued of this.#takeLarge()) void this.#send([queued], false);
       while (this.#inFlight < this.#maxInFlight && this.#queued.length > 0) {
-        void this.#send(this.#take());
+        void this.#send(this.#take(), true);
       }
     });
+  }
+
+  /** The queued parts larger than `maxBytes`, each a batch of its own. */
+  #takeLarge(): Queued[] {
+    const large = this.#queued.filter((queued) => queued.bytes > this.#maxBytes);
+    if (large.length > 0) {
+      const rest = this.#queued.filter((queued) => queued.bytes <= this.#maxBytes);
+      this.#queued.splice(0, this.#queued.length, ...rest);
+    }
+    return large;
   }
 
   /** The next batch: parts in call order, one per session, up to `maxBytes` (at least one). */
@@ -198,8 +213,9 @@ export class AppendBatches {
     );
   }
 
-  async #send(batch: Queued[]): Promise<void> {
-    this.#inFlight += 1;
+  /** Sends a batch; `counted`: it counts against `maxInFlight` (a large part alone does not). */
+  async #send(batch: Queued[], counted: boolean): Promise<void> {
+    if (counted) this.#inFlight += 1;
     try {
       const written = await onConnection(this.#pool, (client) =>
         writeParts(
@@ -220,7 +236,7 @@ export class AppendBatches {
         this.#queued.unshift(...batch);
       }
     } finally {
-      this.#inFlight -= 1;
+      if (counted) this.#inFlight -= 1;
       this.#schedule();
     }
   }

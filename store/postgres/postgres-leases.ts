@@ -98,8 +98,34 @@ function until(parameter: string): string {
   return `clock_timestamp() + make_interval(secs => ${parameter}::float8 / 1000)`;
 }
 
+/**
+ * The takeover scan's statement (`$1` the worker, `$2` leaseMs, `$3` the limit), on the leases
+ * table `table`. It reads expired leases only, by the partial index `leases_held` (held leases,
+ * by expiry): a released lease (a parked run's) is not in that index, and
+ * `expires_at <= statement_timestamp()` bounds the index scan to the leases expired when the
+ * statement began. `clock_timestamp()` is volatile and cannot bound an index scan; as a filter
+ * alone it made the scan read every held lease when fewer than `limit` had expired (issue 26,
+ * item 5). Both are kept: a lease is taken only when it expired by the clock of the moment too.
+ * SKIP LOCKED: two workers scanning at once take different runs instead of queueing.
+ */
+export function takeOverStatement(table: string): string {
+  return `WITH expired AS (
+       SELECT session_id, run_id FROM ${table}
+       WHERE worker_id IS NOT NULL AND expires_at <= statement_timestamp()
+         AND expires_at <= clock_timestamp()
+       ORDER BY expires_at
+       LIMIT $3
+       FOR UPDATE SKIP LOCKED
+     )
+     UPDATE ${table} AS lease
+     SET worker_id = $1, epoch = lease.epoch + 1, expires_at = ${until('$2')}
+     FROM expired
+     WHERE lease.session_id = expired.session_id AND lease.run_id = expired.run_id
+     RETURNING ${leaseColumns('lease')}`;
+}
+
 /** The lease operations of `postgresStore` (see `RunLeases`), one statement or transaction each. */
-export class PostgresLeases implements RunLeases {
+export class PostgresLeases implements Omit<RunLeases, 'unattendedRuns'> {
   readonly #pool: PgPool;
   readonly #schema: PostgresSchema;
   readonly #table: string;
@@ -214,22 +240,11 @@ export class PostgresLeases implements RunLeases {
         sessionId: undefined,
       });
     }
-    // SKIP LOCKED: two workers scanning at once take different runs instead of queueing.
-    const { rows } = await this.#pool.query(
-      `WITH expired AS (
-         SELECT session_id, run_id FROM ${this.#table}
-         WHERE worker_id IS NOT NULL AND expires_at <= clock_timestamp()
-         ORDER BY expires_at
-         LIMIT $3
-         FOR UPDATE SKIP LOCKED
-       )
-       UPDATE ${this.#table} AS lease
-       SET worker_id = $1, epoch = lease.epoch + 1, expires_at = ${until('$2')}
-       FROM expired
-       WHERE lease.session_id = expired.session_id AND lease.run_id = expired.run_id
-       RETURNING ${leaseColumns('lease')}`,
-      [options.workerId, options.leaseMs, limit],
-    );
+    const { rows } = await this.#pool.query(takeOverStatement(this.#table), [
+      options.workerId,
+      options.leaseMs,
+      limit,
+    ]);
     return rows.map(leaseFromRow);
   }
 

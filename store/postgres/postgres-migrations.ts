@@ -171,6 +171,18 @@ export const migrations: readonly Migration[] = [
     name: 'append_facts: the appends of several sessions in one statement, planned once per connection',
     statements: [appendFactsFunction],
   },
+  {
+    version: 4,
+    name: 'facts index of run starts without a lease, for a worker to recover runs by index',
+    statements: [
+      // The runs no worker ever leased (appended without a token, or imported): with the expired
+      // leases (leases_held), all a worker's recover() reads, never every open run — a parked
+      // run's lease is released and its run.started carries a token (issue 26, item 5). Empty
+      // on a database only workers wrote to. IF NOT EXISTS: may be built first CONCURRENTLY.
+      `CREATE INDEX IF NOT EXISTS facts_unleased_starts ON $schema.facts (session_id, run_id)
+        WHERE type = 'run.started' AND worker_id IS NULL`,
+    ],
+  },
 ];
 
 /**

@@ -117,6 +117,36 @@ describe('workers on one postgresStore', () => {
     expect(call).toThrow(/worker needs a store several processes share/);
   });
 
+  it("renews from a thread of its own on a postgresStore that made its pool; 'thread' is refused on a pool of yours", async () => {
+    const threaded = createRuntime({ model: workerModel(), store: database.open() });
+    runtimes.push(threaded);
+    // The thread starts with the runtime; the event loop renews until it is up.
+    while (threaded.worker?.renewal !== 'thread') await new Promise((done) => setTimeout(done, 10));
+    const looped = createRuntime({
+      model: workerModel(),
+      store: database.open(),
+      worker: { renewal: 'loop' },
+    });
+    runtimes.push(looped);
+    expect(looped.worker?.renewal).toBe('loop');
+    const pool = database.pool();
+    try {
+      const onPool = database.open({ pool });
+      const defaulted = createRuntime({ model: workerModel(), store: onPool });
+      runtimes.push(defaulted);
+      expect(defaulted.worker?.renewal).toBe('loop');
+      const call = () =>
+        createRuntime({ model: workerModel(), store: onPool, worker: { renewal: 'thread' } });
+      expect(call).toThrow(InvalidArgumentError);
+      expect(call).toThrow(
+        "createRuntime(): worker.renewal 'thread' needs a store that can open a connection of its own in a thread",
+      );
+      await defaulted.close();
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('drives a run under its lease, and another worker refuses a second run of the session', async () => {
     const work = workTool();
     const release = work.hold();
@@ -303,6 +333,48 @@ describe('workers on one postgresStore', () => {
     ]);
     expect(work.executions).toEqual(['j1']);
   });
+
+  it(
+    'answers a decision already made that its driver could settle only after the run ended, at the end',
+    async () => {
+      // A decision already made commits no fact: its driver settles it after doing it, and the run
+      // may end first, taking the lease the settlement is made under with it. Its sender learned
+      // only at its next tick, leaseMs / 4 later (here 150 s; 15 s with the tests' minute, which
+      // was the "hang" of a race of decisions and recover() under load).
+      const work = workTool('ask');
+      const settlement = holdingSettlement(database.open());
+      const a = worker('a', work.tool, { leaseMs: 600_000, store: settlement.store });
+      const b = worker('b', work.tool, { leaseMs: 600_000 });
+      const turn = await a.send({ sessionId: 's1', text: 'go' });
+      await until(turn, isFactOf('tool.permission.requested'));
+      const [pending] = await a.pending('s1');
+      const decision = {
+        sessionId: 's1',
+        callId: pending?.callId ?? '',
+        decision: 'allow' as const,
+      };
+      const release = work.hold();
+      await a.decide(decision);
+      await until(turn, isFactOf('tool.started'));
+      // b's repeat reaches a through the inbox while the tool runs; a settles it only after the end.
+      const repeat = b.decide(decision).then(() => 'decided');
+      await settlement.reached;
+      release();
+      expect(await turn.done).toMatchObject({ status: 'completed', text: 'All done.' });
+      const stuck = new Promise((resolve) =>
+        setTimeout(() => resolve('still waiting'), scaled(15_000, slowdown)),
+      );
+      try {
+        expect(await Promise.race([repeat, stuck])).toBe('decided');
+      } finally {
+        settlement.release();
+      }
+      const facts = await b.facts('s1');
+      expect(facts.filter((fact) => fact.type === 'tool.permission.decided')).toHaveLength(1);
+      expect(work.executions).toEqual(['j1']);
+    },
+    scaled(60_000, slowdown),
+  );
 
   it("throws a refusal from the driver's worker as the driver's error class", async () => {
     const work = workTool();
@@ -501,6 +573,29 @@ function freezable(store: PostgresStore) {
       open();
     },
   };
+}
+
+/**
+ * A store whose inbox settlements wait until `release()` (the driver settles a request after
+ * doing it; the run may end meanwhile): `reached` resolves when the first one is made.
+ */
+function holdingSettlement(store: PostgresStore) {
+  const reached = deferred();
+  const gate = deferred();
+  const wrapped = new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (key === 'settleInboxItem') {
+        return async (...args: Parameters<PostgresStore['settleInboxItem']>) => {
+          reached.resolve();
+          await gate.promise;
+          return target.settleInboxItem(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { store: wrapped, reached: reached.promise, release: () => gate.resolve() };
 }
 
 /**

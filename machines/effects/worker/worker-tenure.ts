@@ -1,5 +1,6 @@
 import type { IdGenerator } from '../../../events/ids.ts';
 import type { RunTelemetry } from '../../../observability/run-telemetry.ts';
+import type { OpenRun } from '../../../store/event-store.ts';
 import { LeaseLostError, type RunLease, type RunLeaseState } from '../../../store/run-leases.ts';
 import type { TurnMachine } from '../../pure/turn-machine.ts';
 import { loadRun } from '../load-run.ts';
@@ -17,6 +18,8 @@ export interface WorkerTenureOptions {
   store: SharedStore;
   id: string;
   leaseMs: number;
+  /** `thread`: the store's renewal thread renews the leases (`RunLeases.leaseRenewalThread`). */
+  renewal: 'thread' | 'loop';
   random: () => number;
   generateId: IdGenerator;
   /** The runtime's clock in milliseconds. */
@@ -72,6 +75,7 @@ export class WorkerTenure implements RunTenure {
       },
       onTakenOver: (lease) => this.#takeOver(lease),
       onError,
+      thread: options.renewal === 'thread' ? store.leaseRenewalThread?.() : undefined,
       ...(telemetry && { onRenewalFailed: (count: number) => telemetry.renewalsMissed(count) }),
     });
     this.#followers = new RunFollowers({ store, runs, onError });
@@ -84,6 +88,11 @@ export class WorkerTenure implements RunTenure {
       runs,
       closed: options.closed,
     });
+  }
+
+  /** Where this worker's leases are renewed from now (`WorkerLeases.renewal`). */
+  get renewal(): 'thread' | 'loop' {
+    return this.#leases.renewal;
   }
 
   /**
@@ -111,6 +120,10 @@ export class WorkerTenure implements RunTenure {
   /** Does a request on the session's unfinished run wherever it is driven (`RequestRouter`). */
   route(sessionId: string, request: RunRequest): Promise<void> {
     return this.#router.route(sessionId, request);
+  }
+
+  runsToRecover(): Promise<OpenRun[]> {
+    return this.#store.unattendedRuns();
   }
 
   async claim(ids: RunIds): Promise<void> {

@@ -75,11 +75,12 @@ function countingPool(url: string) {
  * and locks, before its COMMIT), until `release()`: a trigger that takes an advisory lock the
  * test holds.
  */
-async function holdFactInserts(admin: pg.Pool, schema: string) {
+async function holdFactInserts(admin: pg.Pool, schema: string, onlyId?: string) {
   const key = Math.floor(Math.random() * 1_000_000_000);
+  const when = onlyId === undefined ? 'true' : `NEW.id = '${onlyId}'`;
   await admin.query(
     `CREATE FUNCTION "${schema}".hold_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-     BEGIN PERFORM pg_advisory_xact_lock_shared(${key}); RETURN NEW; END $$`,
+     BEGIN IF ${when} THEN PERFORM pg_advisory_xact_lock_shared(${key}); END IF; RETURN NEW; END $$`,
   );
   await admin.query(
     `CREATE TRIGGER hold BEFORE INSERT ON "${schema}".facts
@@ -385,6 +386,25 @@ describe('postgresStore append: one round trip when the session is as its driver
     expect((await f.w2.read('session_a')).map((fact) => fact.id)).toEqual(['a1']);
     expect(await f.w2.read('session_b')).toEqual([]);
     await c.end();
+  });
+
+  it('sends a part larger than a batch alone at once: the appends of other sessions commit while it is on its way', async () => {
+    await f.w1.sessions();
+    const hold = await holdFactInserts(f.admin, f.database.schema, 'big');
+    const b = storeFacts('session_b');
+    // Larger than a batch (4 MiB of facts): it goes alone.
+    const big = f.w1.append('session_a', [a.steering('big', 'run_1', 'x'.repeat(5_000_000))], {
+      expectedSeq: 0,
+    });
+    await hold.reached();
+    // Held before its COMMIT: another session's appends go on meanwhile, batch after batch.
+    await f.w1.append('session_b', [b.runStarted('b1', 'run_b')], { expectedSeq: 0 });
+    await f.w1.append('session_b', [b.steering('b2', 'run_b')], { expectedSeq: 1 });
+    expect((await f.w2.read('session_b')).map((fact) => fact.id)).toEqual(['b1', 'b2']);
+    await hold.release();
+    expect((await big).appended.map((fact) => fact.id)).toEqual(['big']);
+    const [stored] = await f.w2.read('session_a');
+    expect(stored?.type === 'steering.received' && stored.text.length).toBe(5_000_000);
   });
 
   it('notifies only once an append committed, never for one that fell back and was refused', async () => {
