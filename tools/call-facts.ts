@@ -85,6 +85,27 @@ export function verdictDraft(
 }
 
 /**
+ * The `tool.started` of a call's `execution` (1, or 2 and more when it runs again after a
+ * restart), bound to the validated input its allow was given for.
+ */
+export function startedDraft(
+  call: ToolCallRecord,
+  context: Pick<SettleContext, 'stepId'>,
+  validated: { json: JsonValue; inputHash: string },
+  execution: number,
+): ProposedFact {
+  const kind = execution === 1 ? 'started' : (`started-${execution}` as const);
+  return {
+    type: 'tool.started',
+    id: toolFactId({ stepId: context.stepId, callId: call.callId, kind }),
+    callId: call.callId,
+    name: call.name,
+    input: validated.json,
+    inputHash: validated.inputHash,
+  };
+}
+
+/**
  * How an execution settles: a returned value is `success` (or `error`, withheld, when the
  * tool's secrets cannot be read), a throw `error` (`cancelled` after a stop), a timeout
  * `error`, a hang past the stop grace `unknown`.

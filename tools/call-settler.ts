@@ -1,6 +1,12 @@
-import type { ProposedFact, ToolCallRecord } from '../events/facts.ts';
+import type { Fact, ProposedFact, ToolCallRecord } from '../events/facts.ts';
 import { assertNever } from '../events/facts.ts';
-import { executionSettlement, type Settlement, settledDraft, verdictDraft } from './call-facts.ts';
+import {
+  executionSettlement,
+  type Settlement,
+  settledDraft,
+  startedDraft,
+  verdictDraft,
+} from './call-facts.ts';
 import { createKeyedLimiter, type KeyedLimiter } from './concurrency.ts';
 import { assertTool } from './define-tool.ts';
 import { executeTool } from './execute-tool.ts';
@@ -35,6 +41,12 @@ export interface ToolRuntimeOptions {
 interface AdmittedCall {
   tool: Tool;
   validation: Extract<InputValidation, { status: 'valid' }>;
+}
+
+/** A call's decision, and for a call allowed by policy the `tool.started` it would start with. */
+interface CallVerdict {
+  decision: ProposedFact;
+  start?: ProposedFact;
 }
 
 /**
@@ -76,15 +88,32 @@ class ToolCallSettler implements CallSettler {
   }
 
   async decide(call: ToolCallRecord, context: SettleContext): Promise<ProposedFact> {
+    return (await this.#decide(call, context)).decision;
+  }
+
+  async decideStep(
+    calls: readonly ToolCallRecord[],
+    context: SettleContext,
+  ): Promise<ProposedFact[]> {
+    const verdicts = await Promise.all(calls.map((call) => this.#decide(call, context)));
+    const decisions = verdicts.map(({ decision }) => decision);
+    // A person is asked: the run parks first, and its calls start once every answer is in.
+    if (decisions.some((fact) => fact.type === 'tool.permission.requested')) return decisions;
+    // The first runners the machine spawns take the free slots (the limiter is FIFO and every
+    // runner asks for its slot as it starts, in call order); a call waiting for a slot starts
+    // later in a write of its own, so a crash never leaves it indeterminate unrun for long.
+    const starts = verdicts.flatMap(({ start }) => (start === undefined ? [] : [start]));
+    return [...decisions, ...starts.slice(0, Math.max(1, context.limits.toolConcurrency))];
+  }
+
+  async #decide(call: ToolCallRecord, context: SettleContext): Promise<CallVerdict> {
     const admitted = await this.#admit(call);
-    if ('outcome' in admitted) return settledDraft(call, context, admitted);
+    if ('outcome' in admitted) return { decision: settledDraft(call, context, admitted) };
     const { facts, runId } = context;
     const { inputHash } = admitted.validation;
     if (this.#loopGate.isRepeatedFailure({ facts, runId, name: call.name, inputHash })) {
-      return settledDraft(call, context, {
-        outcome: 'denied',
-        text: settlementText.loopGate(call.name),
-      });
+      const text = settlementText.loopGate(call.name);
+      return { decision: settledDraft(call, context, { outcome: 'denied', text }) };
     }
     return this.#judge(call, context, admitted);
   }
@@ -217,7 +246,7 @@ class ToolCallSettler implements CallSettler {
     call: ToolCallRecord,
     context: SettleContext,
     { tool, validation }: AdmittedCall,
-  ): Promise<ProposedFact> {
+  ): Promise<CallVerdict> {
     let permission: PermissionResult;
     try {
       permission = await evaluatePermission({
@@ -230,38 +259,26 @@ class ToolCallSettler implements CallSettler {
       });
     } catch (error) {
       const message = redactedMessage(error, secretsOf(tool, validation.value));
-      return settledDraft(call, context, {
-        outcome: 'error',
-        text: settlementText.permissionFailed(message),
-      });
+      const text = settlementText.permissionFailed(message);
+      return { decision: settledDraft(call, context, { outcome: 'error', text }) };
     }
-    return verdictDraft(call, context, permission, validation);
+    const decision = verdictDraft(call, context, permission, validation);
+    if (permission.verdict !== 'allow') return { decision };
+    return { decision, start: startedDraft(call, context, validation, 1) };
   }
 
-  /** An allowed call: admitted again, bound to its decision's input, run in a free slot. */
+  /**
+   * An allowed call: in a free slot, admitted again, bound to its decision's input, run. The slot
+   * is asked for first, before anything is awaited: runners spawned together queue in call
+   * order, so the calls whose start the response recorded (`decideStep`) get the free slots.
+   */
   async #runAllowed(
     call: ToolCallRecord,
     decision: DecidedPermission,
     context: SettleContext,
     execution: number,
   ): Promise<void> {
-    // I5: execute only the schema-derived value of the proved input the decision was bound to.
-    const admitted = await this.#admit(call);
-    if ('outcome' in admitted) {
-      await settle(call, context, admitted);
-      return;
-    }
-    const { inputHash } = admitted.validation;
-    if (inputHash !== decision.inputHash) {
-      const text = settlementText.inputChanged(decision.inputHash, inputHash);
-      await settle(call, context, { outcome: 'error', text });
-      return;
-    }
     const notStarted: Settlement = { outcome: 'cancelled', text: settlementText.notStarted() };
-    if (context.signal.aborted) {
-      await settle(call, context, notStarted);
-      return;
-    }
     let release: () => void;
     try {
       release = await this.#limiter.acquire({
@@ -274,6 +291,22 @@ class ToolCallSettler implements CallSettler {
       return;
     }
     try {
+      // I5: execute only the schema-derived value of the proved input the decision was bound to.
+      const admitted = await this.#admit(call);
+      if ('outcome' in admitted) {
+        await settle(call, context, admitted);
+        return;
+      }
+      const { inputHash } = admitted.validation;
+      if (inputHash !== decision.inputHash) {
+        const text = settlementText.inputChanged(decision.inputHash, inputHash);
+        await settle(call, context, { outcome: 'error', text });
+        return;
+      }
+      if (context.signal.aborted) {
+        await settle(call, context, notStarted);
+        return;
+      }
       await this.#startAndExecute(call, context, admitted, execution);
     } finally {
       release();
@@ -287,18 +320,13 @@ class ToolCallSettler implements CallSettler {
     { tool, validation }: AdmittedCall,
     execution: number,
   ): Promise<void> {
-    // I2: tool.started is durable before execute; a `false` means another settlement took
-    // this call or the run stopped, so nothing executes (I5: at most once per start the
-    // machine allows; a second start only after its tool's check said so, I8).
-    const kind = execution === 1 ? 'started' : (`started-${execution}` as const);
-    const started = await context.commit({
-      type: 'tool.started',
-      id: toolFactId({ stepId: context.stepId, callId: call.callId, kind }),
-      callId: call.callId,
-      name: call.name,
-      input: validation.json,
-      inputHash: validation.inputHash,
-    });
+    // I2: tool.started is durable before execute: recorded by the step's response write (a call
+    // that started at once, `decideStep`), else committed now. A `false` means another
+    // settlement took this call or the run stopped, so nothing executes (I5: at most once per
+    // start the machine allows; a second start only after its tool's check said so, I8).
+    const draft = startedDraft(call, context, validation, execution);
+    const recorded = startedSinceRecovery(context, { id: draft.id, callId: call.callId });
+    const started = recorded || (await context.commit(draft));
     if (!started) return;
     const startedAt = this.#now();
     const result = await executeTool({
@@ -329,6 +357,28 @@ function settle(
 
 /** How a call settles when its decision is not to run it. */
 const decidedOutcome = { deny: 'denied', 'report-unknown': 'unknown', abort: 'cancelled' } as const;
+
+/**
+ * True when `start` is the call's last fact in the log, recorded since its step completed and
+ * the run last recovered: the step's response recorded it, and this process goes on to execute
+ * it. A start from before a restart is never one (recovery marked its call indeterminate, I8),
+ * nor one the call has settled since.
+ */
+function startedSinceRecovery(
+  context: SettleContext,
+  start: { id?: string | undefined; callId: string },
+): boolean {
+  const { facts, runId, stepId } = context;
+  for (let index = facts.length - 1; index >= 0; index -= 1) {
+    const fact = facts[index] as Fact;
+    if (fact.id === start.id) return true;
+    if (fact.runId !== runId) continue;
+    if ('callId' in fact && fact.callId === start.callId) return false;
+    if (fact.type === 'run.recovered') return false;
+    if (fact.type === 'step.completed' && fact.stepId === stepId) return false;
+  }
+  return false;
+}
 
 /** True when the call's `tool.started` is in the log: it may have partly run. */
 function hasStarted(call: ToolCallRecord, context: SettleContext): boolean {

@@ -191,9 +191,19 @@ export interface CallSettler {
    */
   decide(call: ToolCallRecord, context: SettleContext): Promise<ProposedFact>;
   /**
+   * Decides every call of a completed step (`decide`, permission functions of different calls
+   * at once) and returns the decisions in call order, followed by the `tool.started` of each
+   * call that starts at once: when no call asks a person (the run goes on to
+   * `settlingTools.running`), the first `limits.toolConcurrency` calls allowed by policy. The
+   * step's actor commits them all in the write of `step.completed`; `run` then finds such a
+   * call's start recorded and executes it without committing another.
+   */
+  decideStep(calls: readonly ToolCallRecord[], context: SettleContext): Promise<ProposedFact[]>;
+  /**
    * Settles a call whose decision is in the log. `allow`: validate again (the hash must match
-   * the decision), commit `tool.started`, execute once, commit `tool.settled`; when
-   * `tool.started` is not taken (already in the log, or the run stopped) nothing executes.
+   * the decision), commit `tool.started` (unless the step's response recorded it, see
+   * `decideStep`), execute once, commit `tool.settled`; when `tool.started` is not taken
+   * (already in the log from before a restart, or the run stopped) nothing executes.
    * `deny` → `denied`; `report-unknown` → `unknown`; `abort` → `cancelled`.
    */
   run(

@@ -11,15 +11,15 @@ const partialFlushMs = 200;
 
 /**
  * The decision of each call of a completed step (validation, loop gate, permission), in call
- * order, judged on the log before the step; permission functions of different calls run at once.
+ * order, judged on the log before the step, then the `tool.started` of the calls that start at
+ * once (`CallSettler.decideStep`).
  */
 function decideCalls(
   services: RunServices,
   input: ProviderStepInput,
   calls: readonly ToolCallRecord[],
 ): Promise<ProposedFact[]> {
-  const context = settleContext(services, input);
-  return Promise.all(calls.map((call) => services.callSettler.decide(call, context)));
+  return services.callSettler.decideStep(calls, settleContext(services, input));
 }
 
 /**
@@ -27,9 +27,9 @@ function decideCalls(
  * run's abort signal. Deltas stream to subscribers (and, throttled, into the store's partial
  * snapshot slot); the step ends with exactly one `step.completed` or `step.failed`, which the
  * driver commits before the machine sees it. A completed step's calls are decided first, and
- * their decisions share the write of `step.completed`: the machine passes
- * `settlingTools.deciding` within one durable point. Output after the actor was stopped is
- * dropped (I10).
+ * their decisions, with the `tool.started` of the calls that start at once, share the write of
+ * `step.completed`: the machine passes `settlingTools.deciding` into `running` within one
+ * durable point. Output after the actor was stopped is dropped (I10).
  */
 export function providerStepActor(servicesOf: ServicesOf) {
   return fromTask<ProviderStepInput>(servicesOf, async (services, input, signal) => {
@@ -75,7 +75,8 @@ export function providerStepActor(servicesOf: ServicesOf) {
         ? await decideCalls(services, input, completion.toolCalls)
         : [];
     if (signal.aborted) return;
-    // One write: the response and every call's decision (I5: nothing runs before it is durable).
+    // One write: the response, every call's decision and the starts that follow at once (I5:
+    // nothing runs before it is durable).
     await services.commitAll([{ ...completion, stepId }, ...decisions]);
     if (saving !== undefined) {
       await saving;

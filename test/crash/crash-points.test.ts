@@ -32,6 +32,8 @@ interface CrashPoint {
   recovered: { status: string; interruptedIn: string; indeterminate: string[] };
   /** Calls the first process executed (each exactly once, none again by the second). */
   executedByFirst: string[];
+  /** Calls started but never executed (indeterminate after the kill, so never run again). */
+  neverExecuted?: string[];
   /** `step.started` attempts of each step, in order. */
   attempts: number[][];
   /** `retry.due` facts in the final log (a kill in the backoff leaves it to recovery). */
@@ -73,9 +75,26 @@ const points: CrashPoint[] = [
     retriesDue: 1,
   },
   {
-    name: "after step.completed and its calls' decisions (one write; none started)",
+    name: "after step.completed, its calls' decisions and their starts (one write; none executed)",
     first: { hold: { type: 'step.completed' } },
     killWhen: onLine(/^hold \d+ step\.completed$/),
+    lastFact: { type: 'tool.started', state: 'settlingTools.running', callId: 'call_1b' },
+    // The cost of starting calls in the response's write: a crash before execute leaves them
+    // indeterminate although they never ran (as a crash between tool.started and execute did).
+    recovered: {
+      status: 'parked',
+      interruptedIn: 'settlingTools.running',
+      indeterminate: ['call_1a', 'call_1b'],
+    },
+    executedByFirst: [],
+    neverExecuted: ['call_1a', 'call_1b'],
+    attempts: plainAttempts,
+    retriesDue: 1,
+  },
+  {
+    name: "a write cut after its calls' decisions (their starts lost; none started)",
+    first: { hold: { type: 'tool.permission.decided', callId: 'call_1b', cut: true } },
+    killWhen: onLine(/^hold \d+ tool\.permission\.decided$/),
     lastFact: {
       type: 'tool.permission.decided',
       state: 'settlingTools.running',
@@ -206,7 +225,10 @@ describe('a run SIGKILLed at a crash point and recovered by a new process', () =
     expect(executions).toHaveLength(byFirst.length + bySecond.length);
     expect(byFirst.map((execution) => execution.callId).sort()).toEqual(point.executedByFirst);
     expect(bySecond.map((execution) => execution.callId).sort()).toEqual(
-      allCallIds.filter((callId) => !point.executedByFirst.includes(callId)),
+      allCallIds.filter(
+        (callId) =>
+          !point.executedByFirst.includes(callId) && !point.neverExecuted?.includes(callId),
+      ),
     );
     expect(bySecond.filter((execution) => startedBefore.includes(execution.callId))).toEqual([]);
     const unknown = factsOfType(facts, 'tool.settled').filter((fact) => fact.outcome !== 'success');
