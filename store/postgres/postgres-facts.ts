@@ -11,6 +11,7 @@ import {
   sqlLiteral,
 } from './postgres-connection.ts';
 import { checkLeases, leaseColumns, leaseStateOf } from './postgres-leases.ts';
+import { notificationChannel } from './postgres-notifications.ts';
 
 /**
  * Appends checked facts (`validateNewFacts`' output) to a session in one transaction, with the
@@ -308,7 +309,7 @@ export function writeFacts(
     )`);
   }
   return `${guard === undefined ? 'WITH' : `${guard.with},`} ${parts.join(', ')}
-    SELECT pg_notify(${sqlLiteral(schema.channel)}, 'f:' || md5(${session}) || ':${lastSeq}')${where}`;
+    SELECT pg_notify(${sqlLiteral(notificationChannel(schema, 'f', sessionId))}, '${lastSeq}')${where}`;
 }
 
 /** What an append changes in the runs index: one entry per run it starts or ends. */
