@@ -194,7 +194,11 @@ export interface Runtime {
    * Rehydrates every unfinished run found in the store (after a restart): no tool is run again
    * and no request is re-sent implicitly (I8). Returns what it found, with a handle per run.
    * A session that cannot be read, or a run that cannot be rebuilt, is reported `damaged` and
-   * left as it is; the other runs still resume.
+   * left as it is; the other runs still resume. With a worker (a shared store), only the runs
+   * nobody drives and no worker parked: those whose worker died (lease expired or handed over)
+   * and those no worker ever leased. A run waiting for a person whose worker released its lease
+   * is left as it is until a decision comes, so a worker's `recover()` costs nothing per parked
+   * run (README, "Running many workers").
    */
   recover(): Promise<RecoveredRun[]>;
   /** This runtime as a worker on a shared store (`undefined` on a store for one process). */
@@ -416,8 +420,9 @@ class DefaultRuntime implements Runtime {
   async recover(): Promise<RecoveredRun[]> {
     await this.#parts.telemetry?.ready();
     // openRuns() reads what it needs of every session first: findings() then holds what that
-    // reading found (a session it left out as unreadable, a torn tail it cut).
-    const openRuns = await this.#store.openRuns();
+    // reading found (a session it left out as unreadable, a torn tail it cut). A worker reads
+    // only the runs nobody drives and no worker parked, by index (architecture/workers.md).
+    const openRuns = await this.#runs.runsToRecover();
     const unreadable = await this.#unreadableSessions();
     const report: RecoveredRun[] = [];
     for (const sessionId of unreadable) report.push(await this.#unreadable(sessionId));

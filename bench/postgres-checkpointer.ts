@@ -31,11 +31,22 @@ const payloadSql: Record<(typeof tables)[number], string> = {
 };
 
 /**
- * Opens a `PostgresSaver` in its own schema (dropped and created anew), with helpers to
+ * Opens a `PostgresSaver` in its own schema (dropped and created anew), its connections tagged
+ * `applicationName` when given, with helpers to
  * measure a thread's bytes and to empty the tables between measurements.
  */
-export async function openPostgresCheckpointer(schema: string) {
-  const pool = new pg.Pool({ ...postgresConnection(), max: 10 });
+export async function openPostgresCheckpointer(
+  schema: string,
+  options: { applicationName?: string } = {},
+) {
+  const pool = new pg.Pool({
+    ...postgresConnection(),
+    max: 10,
+    // Tagged, and kept open, so a benchmark can find this saver's server backends and read their CPU.
+    ...(options.applicationName === undefined
+      ? {}
+      : { application_name: options.applicationName, idleTimeoutMillis: 0 }),
+  });
   await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   await pool.query(`CREATE SCHEMA ${schema}`);
   const saver = new PostgresSaver(pool, undefined, { schema });

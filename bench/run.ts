@@ -1,13 +1,16 @@
 // Runs every benchmark and prints one markdown table per benchmark (npm run bench).
 // Pick some by name: npm run bench -- overhead log-size
 // Names: adapter, store, overhead, telemetry, postgres-store, workers, session-length, log-size,
-// rehydration, parked-memory, live-replay, deploy-check, retention, open-runs.
+// rehydration, parked-memory, live-replay, deploy-check, retention, open-runs, dbos,
+// million-parked.
 import { loadavg } from 'node:os';
 import { adapterTable, benchAdapter } from './adapter.ts';
+import { benchDbosPerStep, dbosPerStepTable } from './dbos-per-step.ts';
 import { benchDeployCheck, deployCheckTable } from './deploy-check.ts';
 import { benchLiveReplay, liveReplayTable } from './live-replay-memory.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
 import { describeMachine } from './machine.ts';
+import { benchMillionParked, millionTable } from './million-parked.ts';
 import {
   benchOpenRuns,
   benchPostgresOpenRuns,
@@ -43,6 +46,8 @@ const benchmarks: Record<string, () => Promise<BenchTable | BenchTable[]>> = {
   // Tracing and metrics on and off, per step (issue 27).
   telemetry: async () => telemetryTable(await benchTelemetryOverhead()),
   'postgres-store': async () => postgresStoreTable(await benchPostgresStore()),
+  // Per step with one run: turnlog, a DBOS workflow and PostgresSaver on one server (issue 26).
+  dbos: async () => dbosPerStepTable(await benchDbosPerStep()),
   // Steps per second with 1, 2 and 4 worker processes; a dead worker's run moving on.
   workers: () => workersTables(),
   'session-length': async () => sessionLengthTable(await benchSessionLength()),
@@ -59,6 +64,8 @@ const benchmarks: Record<string, () => Promise<BenchTable | BenchTable[]>> = {
   'open-runs-pg': async () => postgresOpenRunsTable(await benchPostgresOpenRuns()),
   // Purging 100,000 ended sessions on lowdbStore and postgresStore (issue 27).
   retention: async () => retentionTable(await benchRetention()),
+  // A worker against 1,000 and 1,000,000 parked runs in one database (issue 26, item 5).
+  'million-parked': async () => millionTable(await benchMillionParked()),
 };
 
 const requested = process.argv.slice(2);

@@ -10,7 +10,10 @@
 //   taker       a worker that only takes over expired leases (its model answers with a text at
 //               once); prints `ready`; closes when stdin ends
 // Usage: node bench/worker-child.ts '<ChildOptions as JSON>'
+
+import path from 'node:path';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
+import pg from 'pg';
 import { z } from 'zod';
 import { scriptedModel } from '../adapters/scripted-model.ts';
 import { createRuntime, type Runtime } from '../runtime.ts';
@@ -23,6 +26,8 @@ import { addTool, conversationModel, conversationPrompt } from './conversation.t
 export type ChildOptions =
   | {
       mode: 'throughput';
+      /** Another checkout of turnlog whose runtime and store to run (A/B); default this one. */
+      root?: string;
       connectionString: string;
       schema: string;
       workerId: string;
@@ -58,6 +63,8 @@ export interface ThroughputResult {
   calls: Record<string, number>;
   /** Facts this worker appended inside the window. */
   facts: number;
+  /** Messages its node-postgres clients sent inside the window (one round trip each). */
+  roundTrips: number;
 }
 
 const json = process.argv[2];
@@ -140,7 +147,44 @@ const cpuNow = () => {
   return { total: (usage.user + usage.system) / 1000, system: usage.system / 1000 };
 };
 
+/**
+ * Counts the messages of every node-postgres client in this process while `counting`: each
+ * `query` is one message and one round trip (the store's pool, its LISTEN connection).
+ */
+function countingRoundTrips() {
+  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  let counting = false;
+  let count = 0;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    if (counting) count += 1;
+    return query.apply(this, args);
+  } as typeof pg.Client.prototype.query;
+  return {
+    start() {
+      counting = true;
+    },
+    stop() {
+      counting = false;
+      return count;
+    },
+  };
+}
+
+/** The runtime and store of the checkout at `root` (A/B runs), or of this one. */
+async function library(root: string | undefined) {
+  if (root === undefined) return { createRuntime, postgresStore, defineTool };
+  const load = (file: string) => import(path.join(root, file));
+  return {
+    createRuntime: (await load('runtime.ts')).createRuntime as typeof createRuntime,
+    postgresStore: (await load('store/postgres/postgres-store.ts'))
+      .postgresStore as typeof postgresStore,
+    defineTool: (await load('tools/define-tool.ts')).defineTool as typeof defineTool,
+  };
+}
+
 if (options.mode === 'throughput') {
+  const { createRuntime, postgresStore, defineTool } = await library(options.root);
+  const roundTrips = countingRoundTrips();
   const counting = countingStore(
     postgresStore({ connectionString: options.connectionString, schema: options.schema }),
   );
@@ -204,6 +248,7 @@ if (options.mode === 'throughput') {
         windowStart = performance.now();
         cpuStart = cpuNow();
         counting.start();
+        roundTrips.start();
       }, options.warmupMs);
       setTimeout(async () => {
         inWindow = false;
@@ -211,6 +256,7 @@ if (options.mode === 'throughput') {
         const cpuMs = cpuEnd.total - cpuStart.total;
         const systemMs = cpuEnd.system - cpuStart.system;
         const counted = counting.stop();
+        const trips = roundTrips.stop();
         stopping = true;
         // Every run ends before the worker closes: none is left for the next measurement's
         // workers to take over.
@@ -223,6 +269,7 @@ if (options.mode === 'throughput') {
           cpuMs,
           systemMs,
           ...counted,
+          roundTrips: trips,
         };
         print(`result ${JSON.stringify(result)}`);
         clearInterval(keepAlive);

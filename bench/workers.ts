@@ -2,10 +2,12 @@
 // processes on one database, and the time from a worker's SIGKILL to another worker's first fact
 // for its run, at several leaseMs. Every worker is a process of its own (bench/worker-child.ts),
 // as in production; the server is TURNLOG_BENCH_PG, else 127.0.0.1:5432/test.
-// Run alone: npx node bench/workers.ts [throughput] [takeover]
+// Run alone: npx node bench/workers.ts [throughput] [takeover] [--configs=1x4,1x64] [--rounds=3] [--window-ms=4000]
+//   [--base=<another checkout>[:label]] (each configuration with that checkout too, A/B)
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Fact } from '../events/facts.ts';
@@ -41,7 +43,9 @@ interface Child {
 }
 
 function startChild(options: ChildOptions): Child {
-  const child = spawn(process.execPath, [childFile, JSON.stringify(options)], {
+  // TURNLOG_BENCH_NODE_ARGS: Node options for the workers, e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`.
+  const nodeArgs = (process.env.TURNLOG_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, childFile, JSON.stringify(options)], {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const seen: string[] = [];
@@ -97,6 +101,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export interface WorkerConfig {
   workers: number;
   inFlight: number;
+  /** Another checkout of turnlog to run instead of this one (A/B), and its name in the table. */
+  base?: { root: string; label: string };
 }
 
 /** Options of {@link benchWorkerThroughput}. */
@@ -125,6 +131,7 @@ interface ThroughputSample {
   callsPerStep: Record<string, number>;
   factsPerStep: number;
   xactsPerStep: number;
+  roundTripsPerStep: number;
 }
 
 /** One configuration's medians. */
@@ -144,12 +151,25 @@ export interface ThroughputRow extends WorkerConfig {
   callsPerStep: Record<string, number>;
   factsPerStep: number;
   xactsPerStep: number;
+  roundTripsPerStep: number;
 }
 
 const throughputSchema = 'turnlog_bench_workers';
 
+/** The configurations measured when none are given. */
+const defaultConfigs: WorkerConfig[] = [
+  { workers: 1, inFlight: 4 },
+  { workers: 2, inFlight: 4 },
+  { workers: 4, inFlight: 4 },
+  // The 16 runs of 4 × 4 in fewer processes: what the process count itself changes.
+  { workers: 2, inFlight: 8 },
+  { workers: 1, inFlight: 16 },
+  // Issue 26's target: one worker, 64 runs in flight.
+  { workers: 1, inFlight: 64 },
+];
+
 /** CPU ticks of a process (user + system, and system), from /proc; 0 when it is gone. */
-async function processTicks(pid: number): Promise<{ total: number; system: number }> {
+export async function processTicks(pid: number): Promise<{ total: number; system: number }> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
   if (stat === undefined) return { total: 0, system: 0 };
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -166,7 +186,7 @@ async function machineTicks(): Promise<{ busy: number; total: number }> {
 }
 
 const ticksPerSecond = 100; // USER_HZ on Linux (getconf CLK_TCK)
-const ticksToMs = (ticks: number) => (ticks * 1000) / ticksPerSecond;
+export const ticksToMs = (ticks: number) => (ticks * 1000) / ticksPerSecond;
 
 /**
  * What the server spent, sampled at a moment: per backend of the bench's workers (by
@@ -208,6 +228,7 @@ async function measureThroughput(
     const workerId = `w${index + 1}r${round}`;
     return startChild({
       mode: 'throughput',
+      ...(config.base === undefined ? {} : { root: config.base.root }),
       connectionString: connectionString(`turnlog_bench_${workerId}`),
       schema: throughputSchema,
       workerId,
@@ -262,6 +283,7 @@ async function measureThroughput(
       ),
       factsPerStep: results.reduce((sum, result) => sum + result.facts, 0) / steps,
       xactsPerStep: (after.xacts - before.xacts) / steps,
+      roundTripsPerStep: results.reduce((sum, result) => sum + result.roundTrips, 0) / steps,
     };
   } finally {
     for (const child of children)
@@ -284,14 +306,7 @@ async function coreCount(): Promise<number> {
 export async function benchWorkerThroughput(
   options: ThroughputBenchOptions = {},
 ): Promise<ThroughputRow[]> {
-  const configs = options.configs ?? [
-    { workers: 1, inFlight: 4 },
-    { workers: 2, inFlight: 4 },
-    { workers: 4, inFlight: 4 },
-    // The 16 runs of 4 × 4 in fewer processes: what the process count itself changes.
-    { workers: 2, inFlight: 8 },
-    { workers: 1, inFlight: 16 },
-  ];
+  const configs = options.configs ?? defaultConfigs;
   const settings = {
     steps: options.steps ?? 20,
     warmupMs: options.warmupMs ?? 1_500,
@@ -331,6 +346,7 @@ export async function benchWorkerThroughput(
       ),
       factsPerStep: of((sample) => sample.factsPerStep),
       xactsPerStep: of((sample) => sample.xactsPerStep),
+      roundTripsPerStep: of((sample) => sample.roundTripsPerStep),
     };
   });
 }
@@ -347,7 +363,9 @@ export function throughputTable(
   rows: ThroughputRow[],
   context: { loadStart: string; loadEnd: string; options?: ThroughputBenchOptions },
 ): BenchTable {
-  const one = rows.find((row) => row.workers === 1 && row.inFlight === 4) ?? rows[0];
+  const one =
+    rows.find((row) => row.workers === 1 && row.inFlight === 4 && row.base === undefined) ??
+    rows[0];
   const base = one?.stepsPerSecond ?? 1;
   const range = (values: number[]) =>
     `${Math.min(...values).toFixed(0)}–${Math.max(...values).toFixed(0)}`;
@@ -361,8 +379,10 @@ export function throughputTable(
       'worker CPU per step',
       'server CPU per step',
       'total CPU per step',
+      '2 cores ÷ total CPU per step',
       'cores busy: workers + server + other processes',
       'appends / reads / other store calls per step',
+      'transactions / round trips per step',
     ],
     rows: rows.map((row) => {
       const appends = row.callsPerStep.append ?? 0;
@@ -370,21 +390,25 @@ export function throughputTable(
       const other = Object.entries(row.callsPerStep)
         .filter(([name]) => name !== 'append' && name !== 'read')
         .reduce((sum, [, count]) => sum + count, 0);
+      const total = row.workerCpuPerStep + row.serverCpuPerStep + row.backgroundCpuPerStep;
       return [
-        `${row.workers} × ${row.inFlight}`,
+        `${row.base === undefined ? '' : `${row.base.label}: `}${row.workers} × ${row.inFlight}`,
         `${row.stepsPerSecond.toFixed(0)} (${range(row.samples.map((sample) => sample.stepsPerSecond))})`,
         `${(row.stepsPerSecond / base).toFixed(2)}×`,
         formatMs(row.stepMs),
         `${formatMs(row.workerCpuPerStep)} (kernel ${formatMs(row.workerSystemPerStep)})`,
         `${formatMs(row.serverCpuPerStep + row.backgroundCpuPerStep)} (kernel ${formatMs(row.serverSystemPerStep)})`,
-        formatMs(row.workerCpuPerStep + row.serverCpuPerStep + row.backgroundCpuPerStep),
+        formatMs(total),
+        `${(2000 / total).toFixed(0)} steps/s`,
         cores(row),
         `${appends.toFixed(2)} / ${reads.toFixed(2)} / ${other.toFixed(2)}`,
+        `${row.xactsPerStep.toFixed(2)} / ${row.roundTripsPerStep.toFixed(2)}`,
       ];
     }),
     notes: [
       `medians of ${context.options?.rounds ?? 3} rounds; each round measures every configuration once in a rotating order, each in a fresh schema with fresh worker processes (one process per worker, each with its own pg pool of 10 and leaseMs 15,000), counting the step.completed facts of a ${((context.options?.windowMs ?? 4_000) / 1000).toFixed(1)} s window after ${((context.options?.warmupMs ?? 1_500) / 1000).toFixed(1)} s of running`,
       "per step, wall: runs in flight ÷ steps per second (every run is always in a step); worker CPU: user + system of the worker processes; server CPU: the /proc CPU time of the PostgreSQL backends serving the workers (by application_name) plus the server background processes (WAL writer, checkpointer …, shared with other users of the server); cores busy: CPU per step × steps per second for the workers and the server, and what the rest of the machine (2 cores; other users' processes, this bench's parent) used in the window",
+      "transactions: pg_stat_database's xact_commit + xact_rollback of the bench's database over the window (every user of that database counted: give the bench a database of its own with TURNLOG_BENCH_PG); round trips: the messages the workers' node-postgres clients sent (each `query` one round trip), LISTEN connections included",
       `load average (1, 5, 15 min): ${context.loadStart} at the start, ${context.loadEnd} at the end`,
     ],
   };
@@ -624,13 +648,14 @@ async function dumpRaw(part: string, rows: unknown): Promise<void> {
 /** Both parts' tables (npm run bench -- workers). */
 export async function workersTables(
   parts: readonly ('throughput' | 'takeover')[] = ['throughput', 'takeover'],
+  throughput: ThroughputBenchOptions = {},
 ): Promise<BenchTable[]> {
   const tables: BenchTable[] = [];
   if (parts.includes('throughput')) {
     const loadStart = load();
-    const rows = await benchWorkerThroughput();
+    const rows = await benchWorkerThroughput(throughput);
     await dumpRaw('throughput', rows);
-    tables.push(throughputTable(rows, { loadStart, loadEnd: load() }));
+    tables.push(throughputTable(rows, { loadStart, loadEnd: load(), options: throughput }));
   }
   if (parts.includes('takeover')) {
     const loadStart = load();
@@ -641,9 +666,40 @@ export async function workersTables(
   return tables;
 }
 
-if (import.meta.main) {
-  const parts = process.argv.slice(2) as ('throughput' | 'takeover')[];
-  for (const table of await workersTables(parts.length > 0 ? parts : undefined)) {
-    console.log(`${formatTable(table)}\n`);
+/**
+ * The throughput options of the command line: `--configs=1x4,1x64` (workers × runs in flight),
+ * `--rounds=3`, `--window-ms=4000`, and `--base=<checkout>[:label]`, which measures each configuration with another
+ * checkout of turnlog too (e.g. `git archive 88b6cc3 | tar -x -C /tmp/base`, node_modules linked).
+ */
+function throughputOptions(args: readonly string[]): ThroughputBenchOptions {
+  const value = (name: string) =>
+    args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const options: ThroughputBenchOptions = {};
+  const configs = value('configs')
+    ?.split(',')
+    .map((text) => {
+      const [workers, inFlight] = text.split('x').map(Number);
+      return { workers: workers ?? 1, inFlight: inFlight ?? 4 };
+    });
+  if (configs !== undefined) options.configs = configs;
+  const rounds = value('rounds');
+  if (rounds !== undefined) options.rounds = Number(rounds);
+  const windowMs = value('window-ms');
+  if (windowMs !== undefined) options.windowMs = Number(windowMs);
+  const base = value('base');
+  if (base !== undefined) {
+    const [root = base, label = 'before'] = base.split(':');
+    options.configs = (options.configs ?? defaultConfigs).flatMap((config) => [
+      { ...config, base: { root: path.resolve(root), label } },
+      config,
+    ]);
   }
+  return options;
+}
+
+if (import.meta.main) {
+  const args = process.argv.slice(2);
+  const parts = args.filter((arg) => !arg.startsWith('--')) as ('throughput' | 'takeover')[];
+  const tables = await workersTables(parts.length > 0 ? parts : undefined, throughputOptions(args));
+  for (const table of tables) console.log(`${formatTable(table)}\n`);
 }

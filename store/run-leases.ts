@@ -3,6 +3,7 @@ import {
   TurnlogError,
   type TurnlogErrorOptions,
 } from '../events/turnlog-error.ts';
+import type { OpenRun } from './event-store.ts';
 
 /**
  * One worker's right to drive one run until `expiresAtMs` (the database's clock). `epoch` grows
@@ -94,6 +95,14 @@ export interface RunLeases {
   }): Promise<RunLease[]>;
   /** The run's lease as it stands, or `undefined` if it was never leased. */
   leaseOf(options: { sessionId: string; runId: string }): Promise<RunLeaseState | undefined>;
+  /**
+   * The unfinished runs nobody drives and no worker parked: their lease expired while held (its
+   * worker died, hangs, or handed it over) or they never had one (appended without a lease, or
+   * imported), in the order of `openRuns()`. A run waiting for a person whose worker released
+   * its lease, and a run a live lease holds, are not in it: what a worker's `recover()` resumes,
+   * read by index (never every open run), so its cost does not grow with the runs parked.
+   */
+  unattendedRuns(): Promise<OpenRun[]>;
 }
 
 /**

@@ -7,7 +7,7 @@ import { fingerprintToRecord } from '../../events/run-fingerprint.ts';
 import type { RunSegment, SegmentEnd, SegmentStart } from '../../observability/run-segment.ts';
 import type { RunTelemetry } from '../../observability/run-telemetry.ts';
 import { DamagedSessionError } from '../../runtime-errors.ts';
-import type { EventStore, StoreFinding } from '../../store/event-store.ts';
+import type { EventStore, OpenRun, StoreFinding } from '../../store/event-store.ts';
 import type { ToolSetSource } from '../../tools/tool-set-source.ts';
 import {
   type LoadedRun,
@@ -154,6 +154,14 @@ export class LiveRuns implements TenureHost {
   /** True once `close()` was called. */
   get closed(): boolean {
     return this.#locks.closed;
+  }
+
+  /**
+   * The unfinished runs `recover()` resumes: all of them on a store for one process; with a
+   * worker, those nobody drives and no worker parked (`RunTenure.runsToRecover`).
+   */
+  runsToRecover(): Promise<OpenRun[]> {
+    return this.#tenure.runsToRecover();
   }
 
   /** True while the session's run is driven here. */

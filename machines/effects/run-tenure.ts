@@ -1,3 +1,4 @@
+import type { OpenRun } from '../../store/event-store.ts';
 import type { RunLeaseState } from '../../store/run-leases.ts';
 import type { DamagedRun, LoadedRun } from '../pure/resume-run.ts';
 import type { TurnMachine } from '../pure/turn-machine.ts';
@@ -39,6 +40,13 @@ export interface RunTenure {
   readonly shared: boolean;
   /** Claims a new run before its `run.started`; throws when somebody holds it already. */
   claim(ids: RunIds): Promise<void>;
+  /**
+   * The unfinished runs `recover()` resumes: every one (`store.openRuns()`, the runs index
+   * checked against the log) on a store for one process; with a worker, only those nobody
+   * drives and no worker parked (`unattendedRuns()`: expired leases and runs never leased, by
+   * index), so a worker's `recover()` costs nothing per parked run (architecture/workers.md).
+   */
+  runsToRecover(): Promise<OpenRun[]>;
   /**
    * Reads the session and rebuilds its unfinished run (`runId`, else its last one) under this
    * runtime's claim on it (`loadRun`); a run that cannot go on (ended meanwhile, or damaged)

@@ -1,4 +1,4 @@
-import type { EventStore } from '../../store/event-store.ts';
+import type { EventStore, OpenRun } from '../../store/event-store.ts';
 import type { TurnMachine } from '../pure/turn-machine.ts';
 import { loadRun } from './load-run.ts';
 import type { LoadedTenure, RunTenure } from './run-tenure.ts';
@@ -16,6 +16,10 @@ export class SingleProcessTenure implements RunTenure {
   }
 
   async claim(): Promise<void> {}
+
+  runsToRecover(): Promise<OpenRun[]> {
+    return this.#store.openRuns();
+  }
 
   load(request: {
     machine: TurnMachine;

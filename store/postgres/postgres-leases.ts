@@ -47,8 +47,8 @@ function leaseFromRow(row: PgRow): RunLease {
 }
 
 /**
- * Fencing, in the append's transaction (the rows are locked FOR SHARE, so a takeover waits for
- * it): a fact with `workerId`/`leaseEpoch` needs exactly that live lease; a fact without them
+ * Fencing, in the append's transaction (the rows are locked FOR KEY SHARE, so a takeover, which
+ * locks them FOR UPDATE, waits for it, while the holder's renewal does not): a fact with `workerId`/`leaseEpoch` needs exactly that live lease; a fact without them
  * needs its run not to be held live by anyone.
  */
 export function checkLeases(options: {
@@ -98,8 +98,34 @@ function until(parameter: string): string {
   return `clock_timestamp() + make_interval(secs => ${parameter}::float8 / 1000)`;
 }
 
+/**
+ * The takeover scan's statement (`$1` the worker, `$2` leaseMs, `$3` the limit), on the leases
+ * table `table`. It reads expired leases only, by the partial index `leases_held` (held leases,
+ * by expiry): a released lease (a parked run's) is not in that index, and
+ * `expires_at <= statement_timestamp()` bounds the index scan to the leases expired when the
+ * statement began. `clock_timestamp()` is volatile and cannot bound an index scan; as a filter
+ * alone it made the scan read every held lease when fewer than `limit` had expired (issue 26,
+ * item 5). Both are kept: a lease is taken only when it expired by the clock of the moment too.
+ * SKIP LOCKED: two workers scanning at once take different runs instead of queueing.
+ */
+export function takeOverStatement(table: string): string {
+  return `WITH expired AS (
+       SELECT session_id, run_id FROM ${table}
+       WHERE worker_id IS NOT NULL AND expires_at <= statement_timestamp()
+         AND expires_at <= clock_timestamp()
+       ORDER BY expires_at
+       LIMIT $3
+       FOR UPDATE SKIP LOCKED
+     )
+     UPDATE ${table} AS lease
+     SET worker_id = $1, epoch = lease.epoch + 1, expires_at = ${until('$2')}
+     FROM expired
+     WHERE lease.session_id = expired.session_id AND lease.run_id = expired.run_id
+     RETURNING ${leaseColumns('lease')}`;
+}
+
 /** The lease operations of `postgresStore` (see `RunLeases`), one statement or transaction each. */
-export class PostgresLeases implements RunLeases {
+export class PostgresLeases implements Omit<RunLeases, 'unattendedRuns'> {
   readonly #pool: PgPool;
   readonly #schema: PostgresSchema;
   readonly #table: string;
@@ -144,9 +170,11 @@ export class PostgresLeases implements RunLeases {
     const leases = [...options.leases];
     for (const lease of leases) checkLease(lease, 'renewLeases');
     if (leases.length === 0) return { renewed: [], lost: [] };
-    // A lease row an append holds (FOR SHARE, until it commits) is skipped, not waited for: a
-    // renewal waiting behind a long append let every other lease of the worker lapse (issue 26,
-    // defect 5). A skipped row still live and still this worker's is `busy`: neither list.
+    // An append's lock on a lease row (FOR KEY SHARE) lets this UPDATE through: a long append
+    // does not hold its own lease's renewal off (issue 26, defect 5). A row locked otherwise (a
+    // takeover in flight, FOR UPDATE; an inbox settlement, FOR SHARE) is skipped, not waited for:
+    // a renewal waiting behind one lock let every other lease of the worker lapse. A skipped row
+    // still live and still this worker's is `busy`: neither list.
     const { rows } = await this.#pool.query(
       `WITH mine AS (
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[])
@@ -212,22 +240,11 @@ export class PostgresLeases implements RunLeases {
         sessionId: undefined,
       });
     }
-    // SKIP LOCKED: two workers scanning at once take different runs instead of queueing.
-    const { rows } = await this.#pool.query(
-      `WITH expired AS (
-         SELECT session_id, run_id FROM ${this.#table}
-         WHERE worker_id IS NOT NULL AND expires_at <= clock_timestamp()
-         ORDER BY expires_at
-         LIMIT $3
-         FOR UPDATE SKIP LOCKED
-       )
-       UPDATE ${this.#table} AS lease
-       SET worker_id = $1, epoch = lease.epoch + 1, expires_at = ${until('$2')}
-       FROM expired
-       WHERE lease.session_id = expired.session_id AND lease.run_id = expired.run_id
-       RETURNING ${leaseColumns('lease')}`,
-      [options.workerId, options.leaseMs, limit],
-    );
+    const { rows } = await this.#pool.query(takeOverStatement(this.#table), [
+      options.workerId,
+      options.leaseMs,
+      limit,
+    ]);
     return rows.map(leaseFromRow);
   }
 

@@ -64,3 +64,47 @@ function disagreement(row: Record<string, unknown>, schema: PostgresSchema): str
   }
   return undefined;
 }
+
+/**
+ * The unfinished runs a worker's `recover()` resumes (`RunLeases.unattendedRuns`), by index
+ * only: the candidates are the held leases that expired (`leases_held`, bounded as the takeover
+ * scan bounds it) and the runs started without a lease (`facts_unleased_starts`, migration 4:
+ * appended without a token, or imported; none on a database only workers wrote to). Each is kept
+ * when the log leaves it open (no `run.ended` in `facts_run_bounds`) and no lease stands in the
+ * way (none released: its worker parked it; none live). A parked run costs this query nothing:
+ * its lease is released and its `run.started` carries a token (issue 26, item 5).
+ */
+export async function readUnattendedRuns(
+  db: PgQueryable,
+  schema: PostgresSchema,
+): Promise<OpenRun[]> {
+  const { rows } = await db.query(unattendedRunsStatement(schema));
+  return rows.map((row) => ({
+    sessionId: String(row.session_id),
+    turnId: String(row.turn_id),
+    runId: String(row.run_id),
+  }));
+}
+
+/** The statement of `readUnattendedRuns` (exported for its plan's test and the benchmark). */
+export function unattendedRunsStatement(schema: PostgresSchema): string {
+  return `WITH candidates AS (
+       SELECT session_id, run_id FROM ${schema.sql}.leases
+       WHERE worker_id IS NOT NULL AND expires_at <= statement_timestamp()
+       UNION
+       SELECT session_id, run_id FROM ${schema.sql}.facts
+       WHERE type = 'run.started' AND worker_id IS NULL
+     )
+     SELECT started.session_id, started.run_id, started.body->>'turnId' AS turn_id
+     FROM candidates c
+     JOIN ${schema.sql}.facts started ON started.session_id = c.session_id
+       AND started.run_id = c.run_id AND started.type = 'run.started'
+     WHERE NOT EXISTS (
+         SELECT 1 FROM ${schema.sql}.facts ended WHERE ended.session_id = c.session_id
+           AND ended.run_id = c.run_id AND ended.type = 'run.ended')
+       AND NOT EXISTS (
+         SELECT 1 FROM ${schema.sql}.leases lease WHERE lease.session_id = c.session_id
+           AND lease.run_id = c.run_id
+           AND (lease.worker_id IS NULL OR lease.expires_at > clock_timestamp()))
+     ORDER BY started.session_id, started.seq`;
+}

@@ -1,13 +1,13 @@
 import type { Fact } from '../../events/facts.ts';
 import { endedSessionOf } from '../retention/ended-session.ts';
 import type { EndedSession, RemovedSession, SessionToRemove } from '../session-retention.ts';
+import { writeParts } from './postgres-append-batches.ts';
 import {
   inTransaction,
   onConnection,
   type PgPool,
   type PostgresSchema,
 } from './postgres-connection.ts';
-import { writeFacts } from './postgres-facts.ts';
 
 /**
  * Sessions with no open run (the runs index) whose last fact is a `run.ended`, filtered by its
@@ -125,7 +125,11 @@ export function importFacts(options: {
       await client.query('ROLLBACK');
       return 'exists';
     }
-    await client.query(`${writeFacts(schema, sessionId, facts)}; COMMIT`);
+    const tokens = new Map();
+    await writeParts(client, schema, [
+      { sessionId, lastSeq: 0, appended: facts, tokens, checked: true },
+    ]);
+    await client.query('COMMIT');
     return 'imported';
   });
 }

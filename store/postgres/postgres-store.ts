@@ -24,6 +24,7 @@ import type {
   SessionRetention,
   SessionToRemove,
 } from '../session-retention.ts';
+import { AppendBatches } from './postgres-append-batches.ts';
 import {
   defaultTimeouts,
   type PgPool,
@@ -36,7 +37,7 @@ import { appendFacts, readFacts } from './postgres-facts.ts';
 import { PostgresInbox } from './postgres-inbox.ts';
 import { PostgresLeases } from './postgres-leases.ts';
 import { PostgresNotifications } from './postgres-notifications.ts';
-import { readOpenRuns } from './postgres-open-runs.ts';
+import { readOpenRuns, readUnattendedRuns } from './postgres-open-runs.ts';
 import { StorePool } from './postgres-pool.ts';
 import { endedSessions, importFacts, removeSessions } from './postgres-retention.ts';
 import { SessionQueues } from './postgres-session-queues.ts';
@@ -87,10 +88,11 @@ class PostgresEventStore implements PostgresStore {
   readonly #listeners: FactListeners;
   readonly #notifications: PostgresNotifications;
   readonly #subscriptions: FactSubscriptions;
-  readonly #leases: RunLeases;
+  readonly #leases: PostgresLeases;
   readonly #inbox: PostgresInbox;
   readonly #partialChars: number;
   readonly #appends = new SessionQueues();
+  readonly #batches: AppendBatches;
   readonly #partialWrites = new SessionQueues();
   readonly #findings = new Map<string, StoreFinding>();
   #closing: Promise<void> | undefined;
@@ -112,6 +114,7 @@ class PostgresEventStore implements PostgresStore {
       schema: this.#schema,
       timeouts: { ...defaultTimeouts, ...definedOnly(options.timeouts) },
     });
+    this.#batches = new AppendBatches({ pool: this.#pool, schema: this.#schema });
     this.#listeners = new FactListeners({ onListenerError: options.onListenerError });
     this.#notifications = new PostgresNotifications({
       connect: () => this.#pool.connect(),
@@ -159,6 +162,7 @@ class PostgresEventStore implements PostgresStore {
           candidates,
           expectedSeq: options.expectedSeq,
           where,
+          batches: this.#batches,
         });
       } catch (error) {
         if (TurnlogError.isTurnlogError(error)) throw error;
@@ -309,6 +313,13 @@ class PostgresEventStore implements PostgresStore {
     this.#call('takeOverExpiredLeases', () => this.#leases.takeOverExpiredLeases(options));
   leaseOf: RunLeases['leaseOf'] = (options) =>
     this.#call('leaseOf', () => this.#leases.leaseOf(options));
+  unattendedRuns: RunLeases['unattendedRuns'] = async () => {
+    const runs = await this.#query('unattendedRuns', (pool) =>
+      readUnattendedRuns(pool, this.#schema),
+    );
+    // JavaScript's order of session ids, as openRuns() gives it.
+    return runs.sort((left, right) => compare(left.sessionId, right.sessionId));
+  };
   postToInbox: RunInbox['postToInbox'] = (request) =>
     this.#call('postToInbox', () => this.#inbox.postToInbox(request));
   pendingInbox: RunInbox['pendingInbox'] = (options) =>

@@ -1,5 +1,5 @@
 // Crash-test child: runs (mode `start`) or recovers and continues (mode `recover`) the crash
-// scenario's run on a lowdbStore, answering permission asks with `allow` and indeterminate calls
+// scenario's run (or, with `service`, the service scenario's) on a lowdbStore, answering permission asks with `allow` and indeterminate calls
 // with `report-unknown`. It reports progress on stdout, one line each, so the parent can SIGKILL
 // it at a chosen moment:
 //   ready                                     the runtime is built
@@ -7,6 +7,7 @@
 //   fact <seq> <type> <state> [callId]        a new fact is durable and the machine took it
 //   delta                                     a text delta streamed
 //   exec <callId>                             a tool recorded its execution and is sleeping
+//   effect <callId>                           (service) the service answered the call's request
 //   hold <seq> <type>                         the store holds after this fact (options.hold)
 //   ended <status> <reason>                   the run ended
 //   history <json>                            runtime.history() once nothing is left to run
@@ -21,10 +22,16 @@ import {
   scenarioTools,
   userText,
 } from './crash-scenario.ts';
+import {
+  type ServiceChildOptions,
+  serviceModel,
+  serviceTools,
+  serviceUserText,
+} from './service-scenario.ts';
 
 const json = process.argv[2];
 if (json === undefined) throw new Error("usage: agent-child.ts '<ChildOptions as JSON>'");
-const options = JSON.parse(json) as ChildOptions;
+const options = JSON.parse(json) as ChildOptions & Partial<ServiceChildOptions>;
 const { sessionId } = options;
 
 // Pipes are written synchronously on Linux and macOS: once printed, the parent can see it.
@@ -37,9 +44,10 @@ const keepAlive = setInterval(() => {}, 60_000);
 const store = holdingStore(lowdbStore({ dir: options.dir }), options.hold, (fact) =>
   print(`hold ${fact.seq} ${fact.type}`),
 );
+const { service } = options;
 const runtime = createRuntime({
-  model: scenarioModel(options),
-  tools: scenarioTools(options, print),
+  model: service === undefined ? scenarioModel(options) : serviceModel(service),
+  tools: service === undefined ? scenarioTools(options, print) : serviceTools(service, print),
   store,
   // Every restart in `requesting` is a new recorded attempt: leave room for many kills.
   limits: { maxAttempts: 100 },
@@ -76,7 +84,8 @@ async function watch(turn: TurnHandle): Promise<void> {
 
 let turn: TurnHandle | undefined;
 if (options.mode === 'start') {
-  turn = await runtime.send({ sessionId, text: userText });
+  const text = service === undefined ? userText : serviceUserText(sessionId, service.seed);
+  turn = await runtime.send({ sessionId, text });
 } else {
   const report = (await runtime.recover()).find((run) => run.sessionId === sessionId);
   if (report?.status === 'damaged') throw new Error(`damaged log: ${report.damage.join('; ')}`);

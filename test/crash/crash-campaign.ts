@@ -64,11 +64,13 @@ export class CampaignFailure extends Error {
     log: string;
     executions: Execution[];
     dir: string;
+    /** The command that replays it (default: the crash campaign's). */
+    replay?: string;
   }) {
     super(
       `crash campaign seed ${options.seed}, episode ${options.episode}, ${options.after}:\n` +
         `${options.problems.map((problem) => `  - ${problem}`).join('\n')}\n` +
-        `replay: TURNLOG_CRASH_SEED=${options.seed} TURNLOG_CRASH_EPISODE=${options.episode} npx vitest run test/crash/crash-campaign.test.ts\n` +
+        `replay: ${options.replay ?? `TURNLOG_CRASH_SEED=${options.seed} TURNLOG_CRASH_EPISODE=${options.episode} npx vitest run test/crash/crash-campaign.test.ts`}\n` +
         `log:\n${options.log}\n` +
         `executions: ${options.executions.map((execution) => `${execution.callId}@${execution.pid}`).join(' ')}\n` +
         `store kept in ${options.dir}`,
@@ -81,7 +83,7 @@ export class CampaignFailure extends Error {
  * Kills after the `line`-th line following `ready` (0: at `ready`), `jitterMs` later, unless the
  * run ends first: a child whose run ended is left to finish (nothing is happening any more).
  */
-function killAfter(line: number, jitterMs: number): KillRule {
+export function killAfter(line: number, jitterMs: number): KillRule {
   let afterReady: number | undefined;
   let runEnded = false;
   return (text) => {
@@ -93,7 +95,7 @@ function killAfter(line: number, jitterMs: number): KillRule {
 }
 
 /** Where a kill left the log, as `planRecovery` reads it. */
-function landing(facts: Awaited<ReturnType<typeof readLog>>, child: ChildResult): string {
+export function landing(facts: Awaited<ReturnType<typeof readLog>>, child: ChildResult): string {
   if (facts.length === 0) return 'before run.started';
   const run = planRecovery(facts).runs[0];
   if (run === undefined) return 'after run.ended';

@@ -97,7 +97,8 @@ export function historyViolations(history: readonly ModelMessage[]): string[] {
 
 /**
  * The invariants of a finished run: everything `crashViolations` checks, plus exactly one
- * `run.ended`, every started call settled (an indeterminate one as `unknown`), every successful
+ * `run.ended`, every started call settled (an indeterminate one as `unknown`, unless its own tool
+ * answered for it: `tool.reconciled` other than `unknown`), every successful
  * call executed exactly once, and the final history pairing every call with one result.
  */
 export function finalViolations(
@@ -116,6 +117,15 @@ export function finalViolations(
     }
   }
   for (const marked of factsOfType(facts, 'tool.indeterminate')) {
+    // Its own tool settled it (`reconcile` said done or not-done, or it is idempotent): I8 as restated.
+    const checked = facts.some(
+      (fact) =>
+        fact.type === 'tool.reconciled' &&
+        fact.callId === marked.callId &&
+        fact.seq > marked.seq &&
+        fact.answer !== 'unknown',
+    );
+    if (checked) continue;
     const outcome = settled.find((fact) => fact.callId === marked.callId)?.outcome;
     if (outcome !== 'unknown') {
       problems.push(`I8: indeterminate ${marked.callId} settled ${outcome}, expected unknown`);

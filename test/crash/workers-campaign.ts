@@ -9,6 +9,16 @@ import { projectTurn } from '../../events/project-turn.ts';
 import { postgresStore } from '../../store/postgres/postgres-store.ts';
 import { formatLog, seededRandom } from './crash-harness.ts';
 import {
+  addFigures,
+  emptyFigures,
+  ledgerExecutions,
+  readLedger,
+  type ServiceFigures,
+  serviceFigures,
+  serviceUserText,
+  serviceViolations,
+} from './service-scenario.ts';
+import {
   type LeaseGrant,
   leaseAuditSql,
   type WorkerExecution,
@@ -49,6 +59,14 @@ export interface WorkersCampaignOptions {
   plantDoubleExecution?: boolean;
   /** Progress lines, for long runs. */
   log?: (line: string) => void;
+  /**
+   * Run the service scenario instead (test/crash/service-scenario.ts): the workers' tools call
+   * the external service at `url`; its ledger, not side files, says what was executed; the
+   * issue-24 figures are checked per run. Chaos is SIGKILL only: a SIGSTOPped worker that wakes
+   * after its run was taken over can still send a request its tool had begun (see
+   * architecture/crash-testing.md).
+   */
+  service?: { url: string; ledgerFile: string; plantBlindReconcile?: boolean };
 }
 
 export interface WorkersCampaignReport {
@@ -80,6 +98,8 @@ export interface WorkersCampaignReport {
   /** Errors the commands met, by name (only the expected ones are allowed). */
   commandErrors: Record<string, number>;
   facts: number;
+  /** The service scenario's figures, summed over its runs. */
+  figures?: ServiceFigures;
   violations: string[];
 }
 
@@ -183,6 +203,8 @@ class WorkerProcess {
 interface SessionState {
   sessionId: string;
   variant: Variant;
+  /** The user text that starts its run. */
+  text: string;
   facts: Fact[];
   /** The send that started it is in flight or resolved. */
   sentTo: WorkerProcess | undefined;
@@ -201,6 +223,22 @@ interface SessionState {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A session's state before its run is sent. */
+function sessionStart(probe: boolean): Omit<SessionState, 'sessionId' | 'variant' | 'text'> {
+  return {
+    facts: [],
+    sentTo: undefined,
+    sendAttempts: 0,
+    lastSendAt: 0,
+    sendFailed: false,
+    ended: false,
+    decided: new Map(),
+    seenPending: new Map(),
+    probe,
+    probing: false,
+  };
+}
 
 /**
  * Errors a retried decision may meet when its first attempt was made already: the run ended
@@ -272,20 +310,15 @@ export async function runWorkersCampaign(
     report.commandErrors[name] = (report.commandErrors[name] ?? 0) + 1;
   };
 
-  const sessions: SessionState[] = Array.from({ length: options.runs }, (_, index) => ({
-    sessionId: `s${String(index).padStart(4, '0')}`,
-    variant: setupRandom() < 0.6 ? 'ask' : 'plain',
-    facts: [],
-    sentTo: undefined,
-    sendAttempts: 0,
-    lastSendAt: 0,
-    sendFailed: false,
-    ended: false,
-    decided: new Map(),
-    seenPending: new Map(),
-    probe: setupRandom() < 0.25,
-    probing: false,
-  }));
+  const sessions: SessionState[] = Array.from({ length: options.runs }, (_, index) => {
+    const sessionId = `s${String(index).padStart(4, '0')}`;
+    const variant: Variant = setupRandom() < 0.6 ? 'ask' : 'plain';
+    const text =
+      options.service === undefined
+        ? userTextOf(sessionId, variant)
+        : serviceUserText(sessionId, Math.floor(setupRandom() * 2 ** 31));
+    return { sessionId, variant, text, ...sessionStart(setupRandom() < 0.25) };
+  });
   const bySession = new Map(sessions.map((session) => [session.sessionId, session]));
 
   // Worker slots: slot i starts as `w<i>`; a restart gets `w<i>.<n>` or (sometimes) the same id.
@@ -314,6 +347,12 @@ export async function runWorkersCampaign(
       chunkMs,
       recoverAtStart,
       ...(options.plantDoubleExecution === true && { plantDoubleExecution: true }),
+      ...(options.service !== undefined && {
+        service: {
+          url: options.service.url,
+          ...(options.service.plantBlindReconcile === true && { plantBlindReconcile: true }),
+        },
+      }),
     });
     everyProcess.push(worker);
     // A worker that dies by itself is a violation (reported at the end); its slot is restarted
@@ -355,7 +394,9 @@ export async function runWorkersCampaign(
     const recoverRoll = chaosRandom();
     // Keep one worker running, so the campaign always moves on.
     if (target !== undefined && target.state === 'running' && runningWorkers().length > 1) {
-      if (roll < 0.4) {
+      // The service scenario kills only (its options say why), and more often.
+      const service = options.service !== undefined;
+      if (roll < (service ? 0.7 : 0.4)) {
         target.signal('SIGKILL');
         report.kills += 1;
         const restartIn = Math.round(150 + delayRoll * 1000);
@@ -368,6 +409,8 @@ export async function runWorkersCampaign(
           const id = sameId ? target.workerId : `w${slotIndex + 1}.${generation}`;
           slots[slotIndex] = start(id, recoverRoll < 0.5, slotIndex);
         });
+      } else if (service) {
+        // nothing
       } else if (roll < 0.6) {
         target.signal('SIGSTOP');
         report.shortStops += 1;
@@ -412,7 +455,7 @@ export async function runWorkersCampaign(
       .command({
         op: 'send',
         sessionId: session.sessionId,
-        text: userTextOf(session.sessionId, session.variant),
+        text: session.text,
       })
       .then((result) => {
         if (result.ok) {
@@ -652,6 +695,13 @@ export async function runWorkersCampaign(
     lastSeq: Number(row.last_seq),
     previousWorkerId: row.previous_worker_id === null ? undefined : String(row.previous_worker_id),
   }));
+  // The service scenario's effects are what its ledger holds (its tools keep no side files).
+  const ledger =
+    options.service === undefined
+      ? []
+      : readLedger(options.service.ledgerFile).filter((entry) => bySession.has(entry.sessionId));
+  executions.push(...ledgerExecutions(ledger));
+  if (options.service !== undefined) report.figures = emptyFigures();
   report.grants = grants.length;
   report.takeovers = grants.filter((grant) => grant.previousWorkerId !== undefined).length;
   report.executions = executions.length;
@@ -681,6 +731,14 @@ export async function runWorkersCampaign(
           })
         : [];
     if (runsStarted !== 1) problems.push(`${runsStarted} runs started, expected 1`);
+    if (report.figures !== undefined) {
+      const figures = serviceFigures(
+        facts,
+        ledger.filter((entry) => entry.sessionId === session.sessionId),
+      );
+      addFigures(report.figures, figures);
+      problems.push(...serviceViolations(figures));
+    }
     if (problems.length > 0) {
       violations.push(
         `${session.sessionId}:\n${problems.map((problem) => `  - ${problem}`).join('\n')}\n${formatLog(facts)}\n  executions: ${executions

@@ -17,6 +17,7 @@ import { createInterface } from 'node:readline';
 import type { PermissionDecision } from '../../events/facts.ts';
 import { createRuntime } from '../../runtime.ts';
 import { postgresStore } from '../../store/postgres/postgres-store.ts';
+import { serviceModel, serviceTools } from './service-scenario.ts';
 import { type WorkerChildOptions, workersModel, workersTools } from './workers-scenario.ts';
 
 const json = process.argv[2];
@@ -32,9 +33,16 @@ const describe = (error: unknown) =>
 
 const keepAlive = setInterval(() => {}, 60_000);
 const store = postgresStore({ connectionString: options.connectionString, schema: options.schema });
+const service = options.service && {
+  ...options.service,
+  toolMs: options.toolMs,
+  chunkMs: options.chunkMs,
+  requestFile: options.requestFile,
+  workerId: options.workerId,
+};
 const runtime = createRuntime({
-  model: workersModel(options),
-  tools: workersTools(options),
+  model: service === undefined ? workersModel(options) : serviceModel(service),
+  tools: service === undefined ? workersTools(options) : serviceTools(service),
   store,
   // Every takeover in `requesting` is a new recorded attempt: leave room for many.
   limits: { maxAttempts: 100 },

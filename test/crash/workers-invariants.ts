@@ -133,11 +133,13 @@ export function executorViolations(
 ): string[] {
   const problems: string[] = [];
   for (const execution of executions) {
-    const started = factsOfType(facts, 'tool.started').find(
+    // A call run again (after `reconcile` said not-done, or an idempotent one) has one start per run.
+    const starts = factsOfType(facts, 'tool.started').filter(
       (fact) => fact.callId === execution.callId,
     );
+    const started = starts[0];
     if (started === undefined) continue; // crashViolations names it (I2)
-    if (started.workerId !== execution.workerId) {
+    if (!starts.some((start) => start.workerId === execution.workerId)) {
       problems.push(
         `lease: ${execution.callId} executed by ${execution.workerId} (pid ${execution.pid}), but its tool.started (seq ${started.seq}) was appended by ${started.workerId ?? 'no worker'}`,
       );

@@ -38,6 +38,11 @@ export interface WorkerChildOptions {
    * twice (as a tool run again after a crash would).
    */
   plantDoubleExecution?: boolean;
+  /**
+   * Run the service scenario instead (test/crash/service-scenario.ts): its tools call the
+   * external service at `url` (with `plantBlindReconcile`, `charge`'s `reconcile` never asks it).
+   */
+  service?: { url: string; plantBlindReconcile?: boolean };
 }
 
 export type Variant = 'ask' | 'plain';
@@ -47,8 +52,8 @@ export function userTextOf(sessionId: string, variant: Variant): string {
   return `run ${sessionId} ${variant}`;
 }
 
-/** The session id and variant a prompt's user text names. */
-function runOf(prompt: LanguageModelV4CallOptions['prompt']): {
+/** The session id and variant a prompt's user text (`run <sessionId> <variant>`) names. */
+export function runOf(prompt: LanguageModelV4CallOptions['prompt']): {
   sessionId: string;
   variant: Variant;
 } {
@@ -99,7 +104,19 @@ function sleep(ms: number): Promise<void> {
 
 /** The scenario's model, paced by `chunkMs` per stream part; every request is counted first. */
 export function workersModel(options: WorkerChildOptions): LanguageModelV4 {
-  const inner = scriptedModel((call) => respond(call));
+  return pacedModel(respond, options);
+}
+
+/**
+ * `scriptedModel` answering each request with `answer` (a pure function of the request), its
+ * stream paced by `chunkMs` per part; every request first appends `<sessionId> <workerId> <pid>`
+ * (the session its user text names) to `requestFile`.
+ */
+export function pacedModel(
+  answer: (call: LanguageModelV4CallOptions) => ScriptedResponse,
+  options: { requestFile: string; chunkMs: number; workerId?: string },
+): LanguageModelV4 {
+  const inner = scriptedModel((call) => answer(call));
   return {
     specificationVersion: 'v4',
     provider: inner.provider,
@@ -108,7 +125,10 @@ export function workersModel(options: WorkerChildOptions): LanguageModelV4 {
     doGenerate: (call) => inner.doGenerate(call),
     async doStream(call) {
       const { sessionId } = runOf(call.prompt);
-      appendFileSync(options.requestFile, `${sessionId} ${options.workerId} ${process.pid}\n`);
+      appendFileSync(
+        options.requestFile,
+        `${sessionId} ${options.workerId ?? '-'} ${process.pid}\n`,
+      );
       const result = await inner.doStream(call);
       const paced = new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>({
         async transform(part, controller) {

@@ -10,13 +10,16 @@ import { createHash } from 'node:crypto';
  * timeouts and leases by it, never its counts: the work it checks stays the same.
  */
 export function calibrate(): { slowdown: number; cpuMs: number; spawnMs: number } {
+  // TURNLOG_TEST_SLOWDOWN fixes it instead, to reproduce a run (1: the quiet machine's budgets).
+  const given = Number(process.env.TURNLOG_TEST_SLOWDOWN);
+  if (given >= 1) return { slowdown: given, cpuMs: Number.NaN, spawnMs: Number.NaN };
   const cpuMs = median([0, 1, 2].map(() => timed(cpuWork)));
   const spawnMs = median([0, 1, 2].map(() => timed(startNode)));
   const slowdown = Math.max(1, cpuMs / referenceCpuMs, spawnMs / referenceSpawnMs);
   return { slowdown: Math.round(slowdown * 100) / 100, cpuMs, spawnMs };
 }
 
-/** The budget scaled by the slowdown (an env override wins, for reproducing a run). */
+/** The budget scaled by the slowdown (`TURNLOG_TEST_SLOWDOWN` sets the slowdown, see above). */
 export function scaled(ms: number, slowdown: number): number {
   return Math.round(ms * slowdown);
 }

@@ -11,8 +11,12 @@ import type { PostgresStore } from '../../store/postgres/postgres-store.ts';
 import { defineTool } from '../../tools/define-tool.ts';
 import { UnknownDecisionError } from '../../tools/permission-policy.ts';
 import type { Tool } from '../../tools/tool.ts';
+import { calibrate, scaled } from '../helpers/calibration.ts';
 import { testSchema } from '../helpers/postgres.ts';
 import { deferred, isFactOf, until } from './runtime-helpers.ts';
+
+// How much slower the machine is now than the quiet one (test/helpers/calibration.ts).
+const { slowdown } = calibrate();
 
 /**
  * The model of every worker: a pure function of the prompt, so any worker continues the
@@ -222,53 +226,63 @@ describe('workers on one postgresStore', () => {
     expect(work.executions).toEqual(['j1']);
   });
 
-  it('does two decisions sent at once to two workers for the two calls of one step, each promptly and once', async () => {
-    // Issue 26, defect 1: the second decision, posted to the inbox while the other worker held
-    // the parked run briefly, was parked again undone, over and over, until close().
-    const work = workTool('ask');
-    const twoCalls = (call: LanguageModelV4CallOptions) =>
-      call.prompt.some((message) => message.role === 'tool')
-        ? { text: 'Both done.' }
-        : {
-            toolCalls: [
-              { id: 'call_1', name: 'work', input: { job: 'j1' } },
-              { id: 'call_2', name: 'work', input: { job: 'j2' } },
-            ],
-          };
-    const twoCallWorker = (id: string) => {
-      const runtime = createRuntime({
-        model: scriptedModel(Array.from({ length: 40 }, () => twoCalls)),
-        tools: { work: work.tool },
-        store: database.open(),
-        generateId: prefixed(id),
-        worker: { id, leaseMs: 1_000 },
-      });
-      runtimes.push(runtime);
-      return runtime;
-    };
-    const a = twoCallWorker('a');
-    const b = twoCallWorker('b');
-    const sessions = Array.from({ length: 8 }, (_, index) => `s${index + 1}`);
-    const turns = await Promise.all(sessions.map((sessionId) => a.send({ sessionId, text: 'go' })));
-    for (const turn of turns) await until(turn, isFactOf('tool.permission.requested'));
-    for (const sessionId of sessions) {
-      await expect.poll(async () => (await a.pending(sessionId)).length).toBe(2);
-    }
-    // Each pair at once. A decision left pending waited for ever (the run went from worker to
-    // worker, parked again each time): the race below ends the test long before its timeout.
-    const decided = Promise.all(
-      sessions.map((sessionId) =>
-        Promise.all([
-          a.decide({ sessionId, callId: 'call_1', decision: 'allow' }),
-          b.decide({ sessionId, callId: 'call_2', decision: 'allow' }),
-        ]),
-      ),
-    ).then(() => 'decided');
-    const stuck = new Promise((resolve) => setTimeout(() => resolve('a decision hung'), 15_000));
-    expect(await Promise.race([decided, stuck])).toBe('decided');
-    for (const turn of turns) expect(await turn.done).toMatchObject({ status: 'completed' });
-    expect(work.executions.sort()).toEqual(sessions.flatMap(() => ['j1', 'j2']).sort());
-  }, 60_000);
+  it(
+    'does two decisions sent at once to two workers for the two calls of one step, each promptly and once',
+    async () => {
+      // Issue 26, defect 1: the second decision, posted to the inbox while the other worker held
+      // the parked run briefly, was parked again undone, over and over, until close().
+      const work = workTool('ask');
+      const twoCalls = (call: LanguageModelV4CallOptions) =>
+        call.prompt.some((message) => message.role === 'tool')
+          ? { text: 'Both done.' }
+          : {
+              toolCalls: [
+                { id: 'call_1', name: 'work', input: { job: 'j1' } },
+                { id: 'call_2', name: 'work', input: { job: 'j2' } },
+              ],
+            };
+      const twoCallWorker = (id: string) => {
+        const runtime = createRuntime({
+          model: scriptedModel(Array.from({ length: 40 }, () => twoCalls)),
+          tools: { work: work.tool },
+          store: database.open(),
+          generateId: prefixed(id),
+          worker: { id, leaseMs: 1_000 },
+        });
+        runtimes.push(runtime);
+        return runtime;
+      };
+      const a = twoCallWorker('a');
+      const b = twoCallWorker('b');
+      const sessions = Array.from({ length: 8 }, (_, index) => `s${index + 1}`);
+      const turns = await Promise.all(
+        sessions.map((sessionId) => a.send({ sessionId, text: 'go' })),
+      );
+      for (const turn of turns) await until(turn, isFactOf('tool.permission.requested'));
+      for (const sessionId of sessions) {
+        await expect.poll(async () => (await a.pending(sessionId)).length).toBe(2);
+      }
+      // Each pair at once. A decision left pending waited for ever (the run went from worker to
+      // worker, parked again each time): the race below ends the test long before its timeout.
+      const decided = Promise.all(
+        sessions.map((sessionId) =>
+          Promise.all([
+            a.decide({ sessionId, callId: 'call_1', decision: 'allow' }),
+            b.decide({ sessionId, callId: 'call_2', decision: 'allow' }),
+          ]),
+        ),
+      ).then(() => 'decided');
+      // A watchdog, scaled by how loaded the machine is (without the fix a decision hangs until
+      // close(), so any bound catches it; a fixed 15 s would only measure the machine).
+      const stuck = new Promise((resolve) =>
+        setTimeout(() => resolve('a decision hung'), scaled(15_000, slowdown)),
+      );
+      expect(await Promise.race([decided, stuck])).toBe('decided');
+      for (const turn of turns) expect(await turn.done).toMatchObject({ status: 'completed' });
+      expect(work.executions.sort()).toEqual(sessions.flatMap(() => ['j1', 'j2']).sort());
+    },
+    scaled(60_000, slowdown),
+  );
 
   it("applies a decision that reaches the driving worker before its own append of the call's request has returned: the sender succeeds, the call is decided once", async () => {
     const work = workTool('ask');
@@ -289,6 +303,48 @@ describe('workers on one postgresStore', () => {
     ]);
     expect(work.executions).toEqual(['j1']);
   });
+
+  it(
+    'answers a decision already made that its driver could settle only after the run ended, at the end',
+    async () => {
+      // A decision already made commits no fact: its driver settles it after doing it, and the run
+      // may end first, taking the lease the settlement is made under with it. Its sender learned
+      // only at its next tick, leaseMs / 4 later (here 150 s; 15 s with the tests' minute, which
+      // was the "hang" of a race of decisions and recover() under load).
+      const work = workTool('ask');
+      const settlement = holdingSettlement(database.open());
+      const a = worker('a', work.tool, { leaseMs: 600_000, store: settlement.store });
+      const b = worker('b', work.tool, { leaseMs: 600_000 });
+      const turn = await a.send({ sessionId: 's1', text: 'go' });
+      await until(turn, isFactOf('tool.permission.requested'));
+      const [pending] = await a.pending('s1');
+      const decision = {
+        sessionId: 's1',
+        callId: pending?.callId ?? '',
+        decision: 'allow' as const,
+      };
+      const release = work.hold();
+      await a.decide(decision);
+      await until(turn, isFactOf('tool.started'));
+      // b's repeat reaches a through the inbox while the tool runs; a settles it only after the end.
+      const repeat = b.decide(decision).then(() => 'decided');
+      await settlement.reached;
+      release();
+      expect(await turn.done).toMatchObject({ status: 'completed', text: 'All done.' });
+      const stuck = new Promise((resolve) =>
+        setTimeout(() => resolve('still waiting'), scaled(15_000, slowdown)),
+      );
+      try {
+        expect(await Promise.race([repeat, stuck])).toBe('decided');
+      } finally {
+        settlement.release();
+      }
+      const facts = await b.facts('s1');
+      expect(facts.filter((fact) => fact.type === 'tool.permission.decided')).toHaveLength(1);
+      expect(work.executions).toEqual(['j1']);
+    },
+    scaled(60_000, slowdown),
+  );
 
   it("throws a refusal from the driver's worker as the driver's error class", async () => {
     const work = workTool();
@@ -487,6 +543,29 @@ function freezable(store: PostgresStore) {
       open();
     },
   };
+}
+
+/**
+ * A store whose inbox settlements wait until `release()` (the driver settles a request after
+ * doing it; the run may end meanwhile): `reached` resolves when the first one is made.
+ */
+function holdingSettlement(store: PostgresStore) {
+  const reached = deferred();
+  const gate = deferred();
+  const wrapped = new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (key === 'settleInboxItem') {
+        return async (...args: Parameters<PostgresStore['settleInboxItem']>) => {
+          reached.resolve();
+          await gate.promise;
+          return target.settleInboxItem(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { store: wrapped, reached: reached.promise, release: () => gate.resolve() };
 }
 
 /**

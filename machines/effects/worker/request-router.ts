@@ -133,7 +133,7 @@ export class RequestRouter {
     const wait = new AbortController();
     const stopWaiting = () => wait.abort(closed.reason);
     closed.addEventListener('abort', stopWaiting, { once: true });
-    const inLog = factLogged(this.#store, sessionId, posted.id);
+    const inLog = factLogged(this.#store, sessionId, posted.id, runId);
     try {
       await this.#store.postToInbox({
         id: posted.id,
@@ -145,7 +145,7 @@ export class RequestRouter {
       });
       const settled = this.#store.waitForInboxOutcome(posted.id, { signal: wait.signal });
       settled.catch(() => {});
-      await this.#outcome(posted, settled, inLog.logged, wait.signal);
+      await this.#outcome(posted, settled, inLog, wait.signal);
     } finally {
       inLog.unsubscribe();
       closed.removeEventListener('abort', stopWaiting);
@@ -154,20 +154,31 @@ export class RequestRouter {
   }
 
   /**
-   * Waits for the first of: the request's settlement, its fact in the log, or a tick every
-   * `leaseMs / 4`, on which a run nobody drives any more is looked after (`#doneWithoutDriver`).
+   * Waits for the first of: the request's settlement, its fact in the log, the run's end, or a
+   * tick every `leaseMs / 4`; on the end or a tick, a run nobody drives any more is looked after
+   * (`#doneWithoutDriver`). The end counts at once: a request that commits no fact (a decision
+   * already made) is settled by its driver after it was done, and the run may end first, taking
+   * the lease the settlement is made under with it; its sender then learned only at its next
+   * tick, up to `leaseMs / 4` later (15 s with a minute's lease).
    */
   async #outcome(
     posted: PostedRequest,
     settled: Promise<InboxOutcome>,
-    logged: Promise<'logged'>,
+    inLog: LoggedWait,
     signal: AbortSignal,
   ): Promise<void> {
+    let ended: Promise<'ended'> | undefined = inLog.ended;
     while (true) {
       const tick = delay(this.#options.leaseMs / 4, signal).then(() => 'tick' as const);
-      const next: InboxOutcome | 'logged' | 'tick' = await Promise.race([settled, logged, tick]);
+      const next: InboxOutcome | 'logged' | 'ended' | 'tick' = await Promise.race([
+        settled,
+        inLog.logged,
+        tick,
+        ...(ended === undefined ? [] : [ended]),
+      ]);
       if (next === 'logged') return;
-      if (next !== 'tick') {
+      if (next === 'ended') ended = undefined;
+      else if (next !== 'tick') {
         if (next.status === 'accepted') return;
         throw refusalError(next.error, posted.sessionId, posted.request);
       }
@@ -217,20 +228,31 @@ function isRace(error: unknown): boolean {
   );
 }
 
-/** Resolves `logged` once a fact with id `id` reaches the session's log (subscribed from now on). */
-function factLogged(
-  store: SharedStore,
-  sessionId: string,
-  id: string,
-): { logged: Promise<'logged'>; unsubscribe: () => void } {
-  let resolve!: () => void;
-  const logged = new Promise<'logged'>((onLogged) => {
-    resolve = () => onLogged('logged');
+/** What a sender waits for in the session's log: its request's fact, and its run's end. */
+interface LoggedWait {
+  logged: Promise<'logged'>;
+  ended: Promise<'ended'>;
+  unsubscribe: () => void;
+}
+
+/**
+ * Resolves `logged` once a fact with id `id` reaches the session's log, and `ended` once run
+ * `runId`'s `run.ended` does (subscribed from now on).
+ */
+function factLogged(store: SharedStore, sessionId: string, id: string, runId: string): LoggedWait {
+  let onLogged!: (value: 'logged') => void;
+  let onEnded!: (value: 'ended') => void;
+  const logged = new Promise<'logged'>((resolve) => {
+    onLogged = resolve;
+  });
+  const ended = new Promise<'ended'>((resolve) => {
+    onEnded = resolve;
   });
   const unsubscribe = store.subscribe(sessionId, (fact) => {
-    if (fact.id === id) resolve();
+    if (fact.id === id) onLogged('logged');
+    if (fact.type === 'run.ended' && fact.runId === runId) onEnded('ended');
   });
-  return { logged, unsubscribe };
+  return { logged, ended, unsubscribe };
 }
 
 /** True when the ended run recorded exactly this decision (a different one is a `DecisionConflictError`). */

@@ -1,5 +1,6 @@
 import type { IdGenerator } from '../../../events/ids.ts';
 import type { RunTelemetry } from '../../../observability/run-telemetry.ts';
+import type { OpenRun } from '../../../store/event-store.ts';
 import { LeaseLostError, type RunLease, type RunLeaseState } from '../../../store/run-leases.ts';
 import type { TurnMachine } from '../../pure/turn-machine.ts';
 import { loadRun } from '../load-run.ts';
@@ -111,6 +112,10 @@ export class WorkerTenure implements RunTenure {
   /** Does a request on the session's unfinished run wherever it is driven (`RequestRouter`). */
   route(sessionId: string, request: RunRequest): Promise<void> {
     return this.#router.route(sessionId, request);
+  }
+
+  runsToRecover(): Promise<OpenRun[]> {
+    return this.#store.unattendedRuns();
   }
 
   async claim(ids: RunIds): Promise<void> {

@@ -23,20 +23,27 @@ import { leaseMs, under, useLeaseFixture } from './postgres-lease-fixture.ts';
 
 const a = storeFacts('session_a');
 
-/** What a message of the append is: the fast path's, or the exact path's state read, write or ROLLBACK. */
-const kind = (text: string) =>
+/**
+ * What a message of the append is: the fast path's (a batch of `append_facts` parts to check),
+ * or the exact path's state read, write (a part it checked), COMMIT or ROLLBACK.
+ */
+const kind = ({ text, values }: { text: string; values: unknown[] | undefined }) =>
   text === 'ROLLBACK'
     ? 'rollback'
-    : text.includes('belief AS')
-      ? 'fast'
-      : text.startsWith('BEGIN')
-        ? 'state'
-        : 'write';
+    : text === 'COMMIT'
+      ? 'commit'
+      : text.includes('append_facts(')
+        ? (JSON.parse(String(values?.[0])) as { w?: boolean }[]).some((part) => part.w === true)
+          ? 'write'
+          : 'fast'
+        : text.startsWith('BEGIN')
+          ? 'state'
+          : 'other';
 
 /** A pool that records every message a checked-out connection sends (one message, one round trip). */
 function countingPool(url: string) {
   const real = new pg.Pool({ connectionString: url, max: 4 });
-  const messages: string[] = [];
+  const messages: { text: string; values: unknown[] | undefined }[] = [];
   const pool: PgPool = {
     query: (text, values) => real.query(text, values),
     connect: async () => {
@@ -45,7 +52,7 @@ function countingPool(url: string) {
         get(target, property, receiver) {
           if (property !== 'query') return Reflect.get(target, property, receiver);
           return (text: string, values?: unknown[]) => {
-            messages.push(text);
+            messages.push({ text, values });
             return target.query(text, values);
           };
         },
@@ -56,7 +63,7 @@ function countingPool(url: string) {
   return {
     pool,
     /** The messages sent since the last call. */
-    take(): string[] {
+    take(): { text: string; values: unknown[] | undefined }[] {
       return messages.splice(0);
     },
     end: () => real.end(),
@@ -68,11 +75,12 @@ function countingPool(url: string) {
  * and locks, before its COMMIT), until `release()`: a trigger that takes an advisory lock the
  * test holds.
  */
-async function holdFactInserts(admin: pg.Pool, schema: string) {
+async function holdFactInserts(admin: pg.Pool, schema: string, onlyId?: string) {
   const key = Math.floor(Math.random() * 1_000_000_000);
+  const when = onlyId === undefined ? 'true' : `NEW.id = '${onlyId}'`;
   await admin.query(
     `CREATE FUNCTION "${schema}".hold_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-     BEGIN PERFORM pg_advisory_xact_lock_shared(${key}); RETURN NEW; END $$`,
+     BEGIN IF ${when} THEN PERFORM pg_advisory_xact_lock_shared(${key}); END IF; RETURN NEW; END $$`,
   );
   await admin.query(
     `CREATE TRIGGER hold BEFORE INSERT ON "${schema}".facts
@@ -128,16 +136,16 @@ describe('postgresStore append: one round trip when the session is as its driver
       store,
       take: counting.take,
       /** What the exact path alone (today's two round trips) answers to the same append now. */
-      async exact(facts: NewFact[], options: AppendOptions = {}) {
-        const where = `postgresStore.append('session_a')`;
+      async exact(facts: NewFact[], options: AppendOptions = {}, sessionId = 'session_a') {
+        const where = `postgresStore.append('${sessionId}')`;
         return appendFacts({
           pool: exactPool as unknown as PgPool,
           schema,
-          sessionId: 'session_a',
-          candidates: validateNewFacts(facts, options, { where, sessionId: 'session_a' }),
+          sessionId,
+          candidates: validateNewFacts(facts, options, { where, sessionId }),
           expectedSeq: options.expectedSeq,
           where,
-          exactOnly: true,
+          batches: undefined,
         }).catch((error: unknown) => error);
       },
       async end() {
@@ -166,8 +174,10 @@ describe('postgresStore append: one round trip when the session is as its driver
     });
     const messages = c.take();
     expect(messages.map(kind)).toEqual(['fast', 'fast']);
-    expect(messages.every((text) => text.startsWith('BEGIN;') && text.endsWith('COMMIT'))).toBe(
-      true,
+    // One statement each, its own transaction: values as parameters, never in the SQL text.
+    expect(messages.every(({ values }) => values?.length === 5)).toBe(true);
+    expect(messages.some(({ text }) => text.includes('session_a') || text.includes('run_2'))).toBe(
+      false,
     );
     // Stored as the exact path stores: the log, the runs index, the lease released with run.ended.
     const log = await f.w1.read('session_a');
@@ -276,8 +286,8 @@ describe('postgresStore append: one round trip when the session is as its driver
     );
     expect(partly.appended.map((fact) => `${fact.id}@${fact.seq}`)).toEqual(['f3@3']);
     expect(partly.lastSeq).toBe(3);
-    // The fast message, then the exact path's two.
-    expect(c.take().map(kind)).toEqual(['fast', 'state', 'write']);
+    // The fast message, then the exact path's state read, write and COMMIT.
+    expect(c.take().map(kind)).toEqual(['fast', 'state', 'write', 'commit']);
     // An id twice in one append, or a run ended twice in it, never tries the fast path.
     expect(
       (
@@ -291,8 +301,110 @@ describe('postgresStore append: one round trip when the session is as its driver
         expectedSeq: 4,
       }),
     ).rejects.toSatisfy(RunSealedError.isInstance);
-    expect(c.take().map(kind)).toEqual(['state', 'write', 'state', 'rollback']);
+    expect(c.take().map(kind)).toEqual(['state', 'write', 'commit', 'state', 'rollback']);
     await c.end();
+  });
+
+  it('sends the appends of several sessions ready at once in one message; a refused part fails alone, as it would alone', async () => {
+    const c = await counted();
+    const b = storeFacts('session_b');
+    const d = storeFacts('session_c');
+    await c.store.append('session_b', [b.runStarted('b1', 'run_b')], { expectedSeq: 0 });
+    c.take();
+    const outcomes = await Promise.allSettled([
+      c.store.append('session_c', [d.runStarted('c1', 'run_c'), d.runEnded('c2', 'run_c')], {
+        expectedSeq: 0,
+      }),
+      c.store.append('session_b', [b.steering('b2', 'run_b')], { expectedSeq: 0 }),
+      c.store.append('session_a', [a.runStarted('a1', 'run_1')], { expectedSeq: 0 }),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+    ]);
+    const refused = (outcomes[1] as PromiseRejectedResult).reason;
+    expect(ConcurrencyError.isInstance(refused)).toBe(true);
+    const exact = await c.exact([b.steering('b2', 'run_b')], { expectedSeq: 0 }, 'session_b');
+    expect({ ...refused, message: refused.message }).toEqual({
+      ...(exact as object),
+      message: (exact as Error).message,
+    });
+    const messages = c.take();
+    // One message for the three sessions (in session order), then the refused one's exact path.
+    expect(messages.map(kind)).toEqual(['fast', 'state', 'rollback']);
+    const parts = JSON.parse(String(messages[0]?.values?.[0])) as { s: string }[];
+    expect(parts.map((part) => part.s)).toEqual(['session_a', 'session_b', 'session_c']);
+    const ids = async (sessionId: string) =>
+      (await f.w2.read(sessionId)).map((fact) => `${fact.id}@${fact.seq}`);
+    expect(await ids('session_a')).toEqual(['a1@1']);
+    expect(await ids('session_b')).toEqual(['b1@1']);
+    expect(await ids('session_c')).toEqual(['c1@1', 'c2@2']);
+    expect(await f.w2.openRuns()).toEqual([
+      { sessionId: 'session_a', turnId: 'turn_1', runId: 'run_1' },
+      { sessionId: 'session_b', turnId: 'turn_1', runId: 'run_b' },
+    ]);
+    await c.end();
+  });
+
+  it('sends each part of a batch the server refused as a whole again alone: only the failing append fails', async () => {
+    const c = await counted();
+    const b = storeFacts('session_b');
+    // A fact the server refuses with an SQL error (not a rule of the store's): its whole batch fails.
+    await f.admin.query(
+      `CREATE FUNCTION "${f.database.schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN IF NEW.id = 'boom' THEN RAISE EXCEPTION 'refused by a trigger'; END IF; RETURN NEW; END $$`,
+    );
+    await f.admin.query(
+      `CREATE TRIGGER refuse BEFORE INSERT ON "${f.database.schema}".facts
+       FOR EACH ROW EXECUTE FUNCTION "${f.database.schema}".refuse()`,
+    );
+    const outcomes = await Promise.allSettled([
+      c.store.append('session_a', [a.runStarted('a1', 'run_1')], { expectedSeq: 0 }),
+      c.store.append('session_b', [b.runStarted('boom', 'run_b')], { expectedSeq: 0 }),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected']);
+    const refused = (outcomes[1] as PromiseRejectedResult).reason;
+    expect(StoreWriteError.isInstance(refused)).toBe(true);
+    expect(refused.message).toMatch(/refused by a trigger/);
+    // The batch of two, then each alone (session order); each failed one's ROLLBACK between.
+    const messages = c.take();
+    expect(messages.map(({ text }) => text.replace(/^SELECT [\s\S]*/, 'append'))).toEqual([
+      'append',
+      'ROLLBACK',
+      'append',
+      'append',
+      'ROLLBACK',
+    ]);
+    expect(
+      messages
+        .filter(({ text }) => text !== 'ROLLBACK')
+        .map((message) =>
+          JSON.parse(String(message.values?.[0])).map((part: { s: string }) => part.s),
+        ),
+    ).toEqual([['session_a', 'session_b'], ['session_a'], ['session_b']]);
+    expect((await f.w2.read('session_a')).map((fact) => fact.id)).toEqual(['a1']);
+    expect(await f.w2.read('session_b')).toEqual([]);
+    await c.end();
+  });
+
+  it('sends a part larger than a batch alone at once: the appends of other sessions commit while it is on its way', async () => {
+    await f.w1.sessions();
+    const hold = await holdFactInserts(f.admin, f.database.schema, 'big');
+    const b = storeFacts('session_b');
+    // Larger than a batch (4 MiB of facts): it goes alone.
+    const big = f.w1.append('session_a', [a.steering('big', 'run_1', 'x'.repeat(5_000_000))], {
+      expectedSeq: 0,
+    });
+    await hold.reached();
+    // Held before its COMMIT: another session's appends go on meanwhile, batch after batch.
+    await f.w1.append('session_b', [b.runStarted('b1', 'run_b')], { expectedSeq: 0 });
+    await f.w1.append('session_b', [b.steering('b2', 'run_b')], { expectedSeq: 1 });
+    expect((await f.w2.read('session_b')).map((fact) => fact.id)).toEqual(['b1', 'b2']);
+    await hold.release();
+    expect((await big).appended.map((fact) => fact.id)).toEqual(['big']);
+    const [stored] = await f.w2.read('session_a');
+    expect(stored?.type === 'steering.received' && stored.text.length).toBe(5_000_000);
   });
 
   it('notifies only once an append committed, never for one that fell back and was refused', async () => {
@@ -360,7 +472,7 @@ describe('postgresStore fast append racing lease changes', () => {
     for (;;) {
       const { rows } = await f.admin.query(
         `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
-        [`%"${f.database.schema}".sessions%`],
+        [`%"${f.database.schema}".append_facts(%`],
       );
       if (rows.length > 0) break;
       await new Promise((resolve) => setTimeout(resolve, 5));

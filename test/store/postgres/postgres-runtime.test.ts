@@ -16,6 +16,17 @@ describe('a runtime on postgresStore', () => {
 
   afterEach(() => database.drop());
 
+  /** The session's run as a worker that died holding its lease leaves it: held, and expired. */
+  async function diedHolding(workerId: string, sessionId: string): Promise<void> {
+    const admin = database.pool();
+    await admin.query(
+      `UPDATE "${database.schema}".leases SET worker_id = $1,
+         expires_at = clock_timestamp() - interval '1 second' WHERE session_id = $2`,
+      [workerId, sessionId],
+    );
+    await admin.end();
+  }
+
   it("runs the quickstart's turn end to end and keeps its log", async () => {
     const calls: string[] = [];
     const getWeather = defineTool({
@@ -85,6 +96,10 @@ describe('a runtime on postgresStore', () => {
       model: scriptedModel([{ text: 'Three.' }]),
       tools: { add: tool },
     });
+    // Parked and released by its worker: a worker's recover() leaves it to its decision.
+    expect(await second.recover()).toEqual([]);
+    // As if the first worker had died between parking the run and releasing its lease.
+    await diedHolding(first.worker?.id ?? '', 's1');
     const [report] = await second.recover();
     expect(report).toMatchObject({
       sessionId: 's1',
@@ -102,7 +117,7 @@ describe('a runtime on postgresStore', () => {
     await second.close();
   });
 
-  it('reports a session damaged when the runs index leaves out its parked run (the log is the truth), and resumes the others', async () => {
+  it('on a worker, recovers a run the runs index leaves out from its facts (the log is the truth); openRuns() reports the session', async () => {
     const generateId = sequentialIds();
     const { tool } = addTool('ask');
     const first = testRuntime(database.open(), {
@@ -121,23 +136,29 @@ describe('a runtime on postgresStore', () => {
     const admin = database.pool();
     await admin.query(`DELETE FROM "${database.schema}".runs WHERE session_id = 'hidden'`);
     await admin.end();
+    // Both as if their worker had died before releasing their leases.
+    for (const sessionId of ['fine', 'hidden']) {
+      await diedHolding(first.worker?.id ?? '', sessionId);
+    }
 
     const second = testRuntime(database.open(), {
       generateId,
       model: scriptedModel([]),
       tools: { add: tool },
     });
+    // A worker's recover() reads the expired leases and the log, not the runs index.
     const reports = await second.recover();
     expect(reports.map((report) => [report.sessionId, report.status])).toEqual([
-      ['hidden', 'damaged'],
       ['fine', 'parked'],
-    ]);
-    const [hidden] = reports;
-    expect(hidden?.status === 'damaged' && hidden.damage).toEqual([
-      expect.stringMatching(
-        /^postgresStore: session hidden in runtime_\w+\.runs: run \S+ is unfinished in runtime_\w+\.facts \(its run\.started is seq 1, with no run\.ended\) but the runs index does not list it as open/,
-      ),
+      ['hidden', 'parked'],
     ]);
     await second.close();
+    // openRuns() (turnlog check, checkDeploy) checks the index against the log, and says so.
+    const reader = database.open();
+    expect((await reader.openRuns()).map((run) => run.sessionId)).toEqual(['fine']);
+    const [hidden] = await reader.findings();
+    expect(hidden?.message).toMatch(
+      /^postgresStore: session hidden in runtime_\w+\.runs: run \S+ is unfinished in runtime_\w+\.facts \(its run\.started is seq 1, with no run\.ended\) but the runs index does not list it as open/,
+    );
   });
 });

@@ -359,17 +359,22 @@ describe('postgresStore across processes', () => {
           [database.schema],
         )
       ).rows.length;
-    // As a schema written before migration 2: no index, no row for it.
+    // As a schema written before migration 2: no index, no append function, no rows for them.
     await admin.query(`DROP INDEX "${database.schema}".facts_run_bounds`);
-    await admin.query(`DELETE FROM "${database.schema}".migrations WHERE version = 2`);
+    await admin.query(`DROP FUNCTION "${database.schema}".append_facts`);
+    await admin.query(`DELETE FROM "${database.schema}".migrations WHERE version >= 2`);
     expect(await indexes()).toBe(0);
     const upgraded = database.open();
     expect(await upgraded.openRuns()).toEqual([
       { sessionId: 'session_a', turnId: 'turn_1', runId: 'run_1' },
     ]);
     expect(await indexes()).toBe(1);
+    // Upgraded to migration 3 as well: its appends go through append_facts.
+    await upgraded.append('session_a', [a.steering('f2', 'run_1')], { expectedSeq: 1 });
+    expect((await upgraded.read('session_a')).map((fact) => fact.id)).toEqual(['f1', 'f2']);
     // Built beforehand (CONCURRENTLY, by an operator): the migration keeps it.
-    await admin.query(`DELETE FROM "${database.schema}".migrations WHERE version = 2`);
+    await admin.query(`DROP FUNCTION "${database.schema}".append_facts`);
+    await admin.query(`DELETE FROM "${database.schema}".migrations WHERE version >= 2`);
     expect(await database.open().openRuns()).toHaveLength(1);
     expect(await indexes()).toBe(1);
   });

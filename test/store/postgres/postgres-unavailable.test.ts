@@ -63,15 +63,18 @@ describe('postgresStore when its database fails', () => {
     await database.drop();
   });
 
-  it('never lets a connection cut right after the greeting end the process; each call fails with StoreUnavailableError', async () => {
+  it('never lets a connection cut right after the greeting end the process; each read fails with StoreUnavailableError, each append with StoreWriteError', async () => {
     const { code, lines, stderr } = await runChild(proxy.url(), database.schema, () =>
       proxy.setMode('cut-after-greeting'),
     );
-    expect({ code, stderr: stderr.includes('Uncaught') ? stderr : '' }).toEqual({
-      code: 0,
-      stderr: '',
-    });
-    expect(lines).toEqual(['open', ...Array(6).fill('StoreUnavailableError'), 'closed']);
+    // Issue 26, defect 2: the appends' connections (taken with pool.connect()) got their
+    // error listener one tick too late, and the 57P01 ended the process with code 1.
+    expect({ code, stderr: code === 0 ? '' : stderr }).toEqual({ code: 0, stderr: '' });
+    expect(lines).toEqual([
+      'open',
+      ...Array(3).fill(['StoreUnavailableError', 'StoreWriteError']).flat(),
+      'closed',
+    ]);
   });
 
   it('wraps every node-postgres error: what failed, whether it may have been recorded, that a retry is safe', async () => {
