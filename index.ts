@@ -264,7 +264,14 @@ export type {
   InboxRequestKind,
   RunInbox,
 } from './store/run-inbox.ts';
-export type { LeaseAttempt, RunLease, RunLeaseState, RunLeases } from './store/run-leases.ts';
+export type {
+  LeaseAttempt,
+  LeaseRenewalThread,
+  LeaseRenewer,
+  RunLease,
+  RunLeaseState,
+  RunLeases,
+} from './store/run-leases.ts';
 export type {
   EndedSession,
   RemovedSession,

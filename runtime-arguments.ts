@@ -176,6 +176,12 @@ const optionsSchema = z.strictObject({
             "must be at most 3600000 ms (1 hour): a dead worker's runs wait about leaseMs before another worker takes them over",
         })
         .optional(),
+      renewal: z
+        .enum(['thread', 'loop'], {
+          error:
+            "must be 'thread' (a worker thread renews the leases) or 'loop' (a timer on the event loop)",
+        })
+        .optional(),
     })
     .optional(),
   telemetry: z

@@ -111,6 +111,15 @@ export interface WorkerOptions {
    * `InvalidArgumentError`.
    */
   leaseMs?: number;
+  /**
+   * Where the leases are renewed from. `'thread'`: a worker thread with a database connection of
+   * its own, which no work on the event loop (a large tool output, a tool that blocks) holds up;
+   * it needs a store that can open one (`postgresStore` with `connectionString` or the `PG*`
+   * variables, not a `pool` of yours), else `InvalidArgumentError`. `'loop'`: a timer on the
+   * event loop. Default `'thread'` when the store can, else `'loop'` (README, "Leases under
+   * load").
+   */
+  renewal?: 'thread' | 'loop';
 }
 
 export type { ModelSettings, RecoveredRun };
@@ -201,8 +210,15 @@ export interface Runtime {
    * run (README, "Running many workers").
    */
   recover(): Promise<RecoveredRun[]>;
-  /** This runtime as a worker on a shared store (`undefined` on a store for one process). */
-  worker: { id: string; leaseMs: number } | undefined;
+  /**
+   * This runtime as a worker on a shared store (`undefined` on a store for one process).
+   * `renewal` says where its leases are renewed from now: `'thread'` once its renewal thread is
+   * up (`worker.renewal`; it starts with the runtime), `'loop'` before that, without one, and if
+   * the thread ever fails (a process warning says so).
+   */
+  worker:
+    | { readonly id: string; readonly leaseMs: number; readonly renewal: 'thread' | 'loop' }
+    | undefined;
   /**
    * What a run started now would be run with: turnlog's and the machine's versions, the model,
    * the tools (a tools function is read) and the system prompt's hash. Compare it with a parked
@@ -279,6 +295,7 @@ interface WorkerSettings {
   store: SharedStore;
   id: string;
   leaseMs: number;
+  renewal: 'thread' | 'loop';
 }
 
 /** A runtime's worker settings: on a store several processes share, always; else none. */
@@ -294,10 +311,19 @@ function workerSettings(
       argument: 'worker',
     });
   }
+  const threadable = store.leaseRenewalThread?.() !== undefined;
+  if (worker?.renewal === 'thread' && !threadable) {
+    throw new InvalidArgumentError({
+      message:
+        "createRuntime(): worker.renewal 'thread' needs a store that can open a connection of its own in a thread (postgresStore with connectionString or the PG* variables); this one cannot (a postgresStore given a pool of yours): leave renewal out, or pass 'loop'.",
+      argument: 'worker',
+    });
+  }
   return {
     store,
     id: worker?.id ?? `worker-${randomUUID()}`,
     leaseMs: worker?.leaseMs ?? defaultLeaseMs,
+    renewal: worker?.renewal ?? (threadable ? 'thread' : 'loop'),
   };
 }
 
@@ -330,7 +356,6 @@ class DefaultRuntime implements Runtime {
     const { store, generateId, random } = parts;
     this.#parts = parts;
     this.#store = store;
-    this.worker = parts.worker && { id: parts.worker.id, leaseMs: parts.worker.leaseMs };
     this.#worker =
       parts.worker &&
       new WorkerTenure({
@@ -342,6 +367,14 @@ class DefaultRuntime implements Runtime {
         runs: () => this.#runs,
         telemetry: parts.telemetry,
       });
+    const tenure = this.#worker;
+    this.worker = tenure && {
+      id: tenure.id,
+      leaseMs: tenure.leaseMs,
+      get renewal() {
+        return tenure.renewal;
+      },
+    };
     this.#runs = new LiveRuns({
       // A worker's drivers append through it: renewals due are made around each append.
       store: parts.worker && this.#worker ? this.#worker.renewingAround(parts.worker.store) : store,

@@ -103,6 +103,31 @@ export interface RunLeases {
    * read by index (never every open run), so its cost does not grow with the runs parked.
    */
   unattendedRuns(): Promise<OpenRun[]>;
+  /**
+   * How a worker thread renews this store's leases over a connection of its own, so that no
+   * work on the main thread's event loop (a 50 MB tool output, a blocking tool) holds a renewal
+   * up; `undefined` when the store cannot say (`postgresStore` given a pool of yours, whose
+   * connection settings a thread cannot copy). Optional: a store without it is renewed from the
+   * event loop.
+   */
+  leaseRenewalThread?(): LeaseRenewalThread | undefined;
+}
+
+/**
+ * What a worker thread opens to renew a store's leases (`RunLeases.leaseRenewalThread`): the URL
+ * of a module exporting `openLeaseRenewer(options): Promise<LeaseRenewer>`, and its options
+ * (structured-cloneable: they are copied into the thread).
+ */
+export interface LeaseRenewalThread {
+  module: string;
+  options: unknown;
+}
+
+/** A renewer opened in a worker thread: `renewLeases` as the store's, over its own connection. */
+export interface LeaseRenewer {
+  renewLeases: RunLeases['renewLeases'];
+  /** Ends its connection. */
+  close(): Promise<void>;
 }
 
 /**

@@ -16,7 +16,7 @@ import { FactListeners, type ListenerErrorHandler } from '../fact-listeners.ts';
 import { cloneJson } from '../plain-json.ts';
 import { checkEndedBefore, importedLog } from '../retention/ended-session.ts';
 import type { RunInbox } from '../run-inbox.ts';
-import type { RunLeases } from '../run-leases.ts';
+import type { LeaseRenewalThread, RunLeases } from '../run-leases.ts';
 import { checkFromSeq, checkSessionId, validateNewFacts } from '../session-log.ts';
 import type {
   EndedSession,
@@ -35,6 +35,7 @@ import {
 import { StoreUnavailableError } from './postgres-errors.ts';
 import { appendFacts, readFacts } from './postgres-facts.ts';
 import { PostgresInbox } from './postgres-inbox.ts';
+import { postgresRenewalThread } from './postgres-lease-renewer.ts';
 import { PostgresLeases } from './postgres-leases.ts';
 import { PostgresNotifications } from './postgres-notifications.ts';
 import { readOpenRuns, readUnattendedRuns } from './postgres-open-runs.ts';
@@ -47,7 +48,11 @@ import { FactSubscriptions } from './postgres-subscriptions.ts';
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:5432/database`; the store makes a `pg.Pool` and ends it on `close()`. */
   connectionString?: string;
-  /** A `pg.Pool` of yours; the store never ends it. It holds one of its connections for LISTEN. */
+  /**
+   * A `pg.Pool` of yours; the store never ends it. It holds one of its connections for LISTEN.
+   * A worker on such a store renews its leases from the event loop: a thread cannot copy your
+   * pool (`worker.renewal`).
+   */
   pool?: PgPool;
   /** The schema holding turnlog's tables (created at open). Default `turnlog`. */
   schema?: string;
@@ -90,6 +95,7 @@ class PostgresEventStore implements PostgresStore {
   readonly #subscriptions: FactSubscriptions;
   readonly #leases: PostgresLeases;
   readonly #inbox: PostgresInbox;
+  readonly #renewalThread: LeaseRenewalThread | undefined;
   readonly #partialChars: number;
   readonly #appends = new SessionQueues();
   readonly #batches: AppendBatches;
@@ -107,12 +113,19 @@ class PostgresEventStore implements PostgresStore {
     }
     this.#schema = postgresSchema(options.schema ?? 'turnlog');
     this.#partialChars = options.partialChars ?? defaultPartialChars;
+    const timeouts = { ...defaultTimeouts, ...definedOnly(options.timeouts) };
     // Every part works through this pool, which opens the real one (and migrates) on first use.
     this.#pool = new StorePool({
       pool: options.pool,
       connectionString: options.connectionString,
       schema: this.#schema,
-      timeouts: { ...defaultTimeouts, ...definedOnly(options.timeouts) },
+      timeouts,
+    });
+    this.#renewalThread = postgresRenewalThread({
+      pool: options.pool,
+      connectionString: options.connectionString,
+      schema: this.#schema.name,
+      timeouts,
     });
     this.#batches = new AppendBatches({ pool: this.#pool, schema: this.#schema });
     this.#listeners = new FactListeners({ onListenerError: options.onListenerError });
@@ -202,10 +215,7 @@ class PostgresEventStore implements PostgresStore {
     const { runs, findings } = await this.#query('openRuns', (pool) =>
       readOpenRuns(pool, this.#schema),
     );
-    for (const finding of findings) {
-      const sessionId = finding.sessionId ?? '';
-      if (!this.#findings.has(sessionId)) this.#findings.set(sessionId, finding);
-    }
+    this.#addFindings(findings);
     // JavaScript's order of session ids, as every store gives it (the stable sort keeps start order).
     return runs.sort((left, right) => compare(left.sessionId, right.sessionId));
   }
@@ -269,18 +279,22 @@ class PostgresEventStore implements PostgresStore {
     this.#checkOpen('endedSessions');
     checkEndedBefore(options?.endedBefore, 'postgresStore.endedSessions');
     const { endedBefore } = options;
-    return this.#call('endedSessions', () =>
+    const { sessions, findings } = await this.#call('endedSessions', () =>
       endedSessions({ pool: this.#pool, schema: this.#schema, endedBefore }),
     );
+    this.#addFindings(findings);
+    return sessions;
   }
 
   async removeSessions(sessions: readonly SessionToRemove[]): Promise<RemovedSession[]> {
     this.#checkOpen('removeSessions');
     for (const { sessionId } of sessions) checkSessionId(sessionId, 'postgresStore.removeSessions');
     if (sessions.length === 0) return [];
-    return this.#call('removeSessions', () =>
+    const { outcomes, findings } = await this.#call('removeSessions', () =>
       removeSessions({ pool: this.#pool, schema: this.#schema, sessions }),
     );
+    this.#addFindings(findings);
+    return outcomes;
   }
 
   async importFacts(sessionId: string, facts: readonly Fact[]): Promise<'imported' | 'exists'> {
@@ -320,6 +334,8 @@ class PostgresEventStore implements PostgresStore {
     // JavaScript's order of session ids, as openRuns() gives it.
     return runs.sort((left, right) => compare(left.sessionId, right.sessionId));
   };
+  /** A thread of its own renews the leases (a store given `pool` cannot say how: `undefined`). */
+  leaseRenewalThread = (): LeaseRenewalThread | undefined => this.#renewalThread;
   postToInbox: RunInbox['postToInbox'] = (request) =>
     this.#call('postToInbox', () => this.#inbox.postToInbox(request));
   pendingInbox: RunInbox['pendingInbox'] = (options) =>
@@ -400,6 +416,14 @@ class PostgresEventStore implements PostgresStore {
     } catch (error) {
       if (TurnlogError.isTurnlogError(error) || options.passes?.(error) === true) throw error;
       throw unavailable(method, error);
+    }
+  }
+
+  /** Keeps the first finding of each session (the log and its runs index disagree). */
+  #addFindings(findings: readonly StoreFinding[]): void {
+    for (const finding of findings) {
+      const sessionId = finding.sessionId ?? '';
+      if (!this.#findings.has(sessionId)) this.#findings.set(sessionId, finding);
     }
   }
 

@@ -66,6 +66,12 @@ describe('misuse of the runtime throws a named error that says what to do', () =
       'createRuntime(): worker.leaseMs must be at least 100 ms (renewals run every leaseMs / 3) (got 50).',
     ],
     [
+      'a renewal that is neither thread nor loop',
+      { worker: { renewal: 'timer' } },
+      'worker.renewal',
+      "createRuntime(): worker.renewal must be 'thread' (a worker thread renews the leases) or 'loop' (a timer on the event loop) (got \"timer\").",
+    ],
+    [
       'a worker id with a NUL',
       { worker: { id: 'w\u00001' } },
       'worker.id',

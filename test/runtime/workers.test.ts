@@ -117,6 +117,36 @@ describe('workers on one postgresStore', () => {
     expect(call).toThrow(/worker needs a store several processes share/);
   });
 
+  it("renews from a thread of its own on a postgresStore that made its pool; 'thread' is refused on a pool of yours", async () => {
+    const threaded = createRuntime({ model: workerModel(), store: database.open() });
+    runtimes.push(threaded);
+    // The thread starts with the runtime; the event loop renews until it is up.
+    while (threaded.worker?.renewal !== 'thread') await new Promise((done) => setTimeout(done, 10));
+    const looped = createRuntime({
+      model: workerModel(),
+      store: database.open(),
+      worker: { renewal: 'loop' },
+    });
+    runtimes.push(looped);
+    expect(looped.worker?.renewal).toBe('loop');
+    const pool = database.pool();
+    try {
+      const onPool = database.open({ pool });
+      const defaulted = createRuntime({ model: workerModel(), store: onPool });
+      runtimes.push(defaulted);
+      expect(defaulted.worker?.renewal).toBe('loop');
+      const call = () =>
+        createRuntime({ model: workerModel(), store: onPool, worker: { renewal: 'thread' } });
+      expect(call).toThrow(InvalidArgumentError);
+      expect(call).toThrow(
+        "createRuntime(): worker.renewal 'thread' needs a store that can open a connection of its own in a thread",
+      );
+      await defaulted.close();
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('drives a run under its lease, and another worker refuses a second run of the session', async () => {
     const work = workTool();
     const release = work.hold();

@@ -2,10 +2,12 @@ import type { EventStore } from '../../../store/event-store.ts';
 import type { RunInbox } from '../../../store/run-inbox.ts';
 import {
   LeaseLostError,
+  type LeaseRenewalThread,
   type RunLease,
   type RunLeaseState,
   type RunLeases,
 } from '../../../store/run-leases.ts';
+import { RenewalThread } from './renewal-thread.ts';
 
 /** A store several workers (processes) share: leases with fencing and an inbox per run. */
 export type SharedStore = EventStore & RunLeases & RunInbox;
@@ -63,13 +65,20 @@ export interface WorkerLeasesOptions {
   onError: (error: unknown) => void;
   /** A renewal failed: the `count` leases it was to renew were not renewed (metrics). */
   onRenewalFailed?: (count: number) => void;
+  /**
+   * Renew from a worker thread over a connection of its own (`RenewalThread`), which the event
+   * loop's work never holds up; without it (or until the thread is up, or once it is gone) the
+   * leases are renewed from a timer on the event loop.
+   */
+  thread?: LeaseRenewalThread | undefined;
 }
 
 /**
  * One worker's leases (architecture/workers.md, "The runtime side"): the runs it drives, each
- * under a lease renewed every `leaseMs / 3` in one statement for all of them; and a scan every
- * `leaseMs / 4` (with jitter) that takes over the runs whose lease expired. Both timers are
- * unref'd: a worker never keeps its process alive by itself.
+ * under a lease renewed every `leaseMs / 3` in one statement for all of them (from the renewal
+ * thread when there is one, else from a timer here); and a scan every `leaseMs / 4` (with jitter)
+ * that takes over the runs whose lease expired. The timers and the thread are unref'd: a worker
+ * never keeps its process alive by itself.
  */
 export class WorkerLeases {
   readonly workerId: string;
@@ -78,7 +87,10 @@ export class WorkerLeases {
   readonly #store: SharedStore;
   // Per run this worker drives: its lease, as last granted or renewed.
   readonly #held = new Map<string, RunLease>();
-  readonly #renewTimer: ReturnType<typeof setInterval>;
+  #renewTimer: ReturnType<typeof setInterval> | undefined;
+  // The renewal thread while it renews (set once it is up; unset once it is gone).
+  #thread: RenewalThread | undefined;
+  #threadUp = false;
   #scanTimer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   #renewing: Promise<void> | undefined;
@@ -91,12 +103,14 @@ export class WorkerLeases {
     this.leaseMs = options.leaseMs;
     this.#options = options;
     this.#store = options.store;
-    this.#renewTimer = setInterval(
-      () => void this.#renew(),
-      Math.max(1, Math.floor(options.leaseMs / 3)),
-    );
-    this.#renewTimer.unref();
+    this.#startRenewTimer();
+    if (options.thread !== undefined) this.#thread = this.#startThread(options.thread);
     this.#scheduleScan();
+  }
+
+  /** Where the leases are renewed from now: `thread` once the renewal thread is up. */
+  get renewal(): 'thread' | 'loop' {
+    return this.#threadUp ? 'thread' : 'loop';
   }
 
   /**
@@ -107,6 +121,8 @@ export class WorkerLeases {
    * took over (issue 26, defect 5). Never throws: a failed renewal is reported as the timer's is.
    */
   async renewIfDue(): Promise<void> {
+    // The thread renews on time whatever this event loop does.
+    if (this.#threadUp) return;
     if (this.#options.now() - this.#renewedAt < this.leaseMs / 3) return;
     await this.#renew();
   }
@@ -126,20 +142,19 @@ export class WorkerLeases {
     const { workerId, leaseMs } = this;
     const attempt = await this.#store.acquireLease({ sessionId, runId, workerId, leaseMs });
     if (!attempt.acquired) return attempt.holder;
-    this.#held.set(runId, attempt.lease);
+    this.#hold(attempt.lease);
     return attempt.lease;
   }
 
   /** Forgets a lease without telling the store (the run ended: its lease went with `run.ended`; or it was lost). */
   forget(runId: string): void {
-    this.#held.delete(runId);
+    this.#drop(runId);
   }
 
   /** Gives a run's lease up (parked: to nobody; `handOver`: for another worker to take over now). */
   async release(runId: string, handOver = false): Promise<void> {
-    const lease = this.#held.get(runId);
+    const lease = this.#drop(runId);
     if (lease === undefined) return;
-    this.#held.delete(runId);
     await this.#store.releaseLease({ lease, handOver });
   }
 
@@ -148,6 +163,8 @@ export class WorkerLeases {
     this.#closed = true;
     clearInterval(this.#renewTimer);
     if (this.#scanTimer !== undefined) clearTimeout(this.#scanTimer);
+    // The thread first: it renews nothing more that is handed over below.
+    await this.#thread?.close();
     const leases = [...this.#held.values()];
     this.#held.clear();
     await Promise.all(
@@ -189,15 +206,73 @@ export class WorkerLeases {
         // Only a lease still held as it was sent (not released or replaced meanwhile).
         if (this.#held.get(lease.runId)?.epoch === lease.epoch) this.#held.set(lease.runId, lease);
       }
-      for (const lease of lost) {
-        if (this.#held.get(lease.runId)?.epoch !== lease.epoch) continue;
-        this.#held.delete(lease.runId);
-        this.#options.onLost(lease);
-      }
+      this.#lost(lost);
     } catch (error) {
-      this.#options.onRenewalFailed?.(this.#held.size);
-      if (!this.#closed) this.#options.onError(error);
+      this.#failed(this.#held.size, error);
     }
+  }
+
+  /** Leases a renewal found gone: each still held as it was sent is dropped and reported. */
+  #lost(lost: readonly RunLease[]): void {
+    for (const lease of lost) {
+      if (this.#held.get(lease.runId)?.epoch !== lease.epoch) continue;
+      this.#drop(lease.runId);
+      this.#options.onLost(lease);
+    }
+  }
+
+  #failed(count: number, error: unknown): void {
+    this.#options.onRenewalFailed?.(count);
+    if (!this.#closed) this.#options.onError(error);
+  }
+
+  #hold(lease: RunLease): void {
+    this.#held.set(lease.runId, lease);
+    this.#thread?.hold(lease);
+  }
+
+  #drop(runId: string): RunLease | undefined {
+    const lease = this.#held.get(runId);
+    if (lease === undefined) return undefined;
+    this.#held.delete(runId);
+    this.#thread?.drop(lease);
+    return lease;
+  }
+
+  #startRenewTimer(): void {
+    this.#renewTimer = setInterval(
+      () => void this.#renew(),
+      Math.max(1, Math.floor(this.leaseMs / 3)),
+    );
+    this.#renewTimer.unref();
+  }
+
+  /**
+   * Starts the renewal thread; the timer here renews until it is up, and again if it goes (a
+   * thread that could not open, or died: reported once, as a renewal failure is).
+   */
+  #startThread(renewal: LeaseRenewalThread): RenewalThread {
+    return new RenewalThread({
+      renewal,
+      leaseMs: this.leaseMs,
+      onReady: () => {
+        if (this.#closed) return;
+        this.#threadUp = true;
+        clearInterval(this.#renewTimer);
+        this.#renewTimer = undefined;
+      },
+      onLost: (leases) => this.#lost(leases),
+      onFailed: (count, error) => this.#failed(count, error),
+      onGone: (error) => {
+        this.#thread = undefined;
+        this.#threadUp = false;
+        if (this.#closed) return;
+        if (this.#renewTimer === undefined) this.#startRenewTimer();
+        this.#options.onError(
+          new Error(`${error.message}; its leases are renewed from the event loop from now on`),
+        );
+      },
+    });
   }
 
   /** Takes over the runs whose lease expired (or was handed over), and hands them on to be driven. */
@@ -213,7 +288,7 @@ export class WorkerLeases {
           await this.#store.releaseLease({ lease, handOver: true }).catch(() => {});
           continue;
         }
-        this.#held.set(lease.runId, lease);
+        this.#hold(lease);
         this.#options.onTakenOver(lease);
       }
     } catch (error) {

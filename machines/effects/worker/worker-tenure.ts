@@ -18,6 +18,8 @@ export interface WorkerTenureOptions {
   store: SharedStore;
   id: string;
   leaseMs: number;
+  /** `thread`: the store's renewal thread renews the leases (`RunLeases.leaseRenewalThread`). */
+  renewal: 'thread' | 'loop';
   random: () => number;
   generateId: IdGenerator;
   /** The runtime's clock in milliseconds. */
@@ -73,6 +75,7 @@ export class WorkerTenure implements RunTenure {
       },
       onTakenOver: (lease) => this.#takeOver(lease),
       onError,
+      thread: options.renewal === 'thread' ? store.leaseRenewalThread?.() : undefined,
       ...(telemetry && { onRenewalFailed: (count: number) => telemetry.renewalsMissed(count) }),
     });
     this.#followers = new RunFollowers({ store, runs, onError });
@@ -85,6 +88,11 @@ export class WorkerTenure implements RunTenure {
       runs,
       closed: options.closed,
     });
+  }
+
+  /** Where this worker's leases are renewed from now (`WorkerLeases.renewal`). */
+  get renewal(): 'thread' | 'loop' {
+    return this.#leases.renewal;
   }
 
   /**

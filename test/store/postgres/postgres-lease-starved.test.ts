@@ -1,0 +1,111 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { scriptedModel } from '../../../adapters/scripted-model.ts';
+import type { Fact } from '../../../events/facts.ts';
+import type { Runtime } from '../../../runtime.ts';
+import { defineTool } from '../../../tools/define-tool.ts';
+import { calibrate, scaled } from '../../helpers/calibration.ts';
+import { testSchema } from '../../helpers/postgres.ts';
+import { testRuntime } from '../../runtime/runtime-helpers.ts';
+
+// A short lease, scaled to how loaded the machine is now (at most 5 s), and an event loop
+// blocked for 2.5 leases: on the event loop alone, no renewal can be made through that.
+const { slowdown } = calibrate();
+const leaseMs = Math.min(5_000, scaled(1_000, slowdown));
+const blockMs = 2.5 * leaseMs;
+const outputChars = 20 * 1024 * 1024;
+
+/** Blocks this thread's event loop (a tool that computes synchronously, a huge JSON). */
+function blockEventLoop(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // busy
+  }
+}
+
+/** Resolves once the worker's leases are renewed from its thread. */
+async function renewedFromThread(runtime: Runtime): Promise<void> {
+  while (runtime.worker?.renewal !== 'thread') await new Promise((done) => setTimeout(done, 10));
+}
+
+/** The facts of the one run of a session, by type. */
+function summary(facts: Fact[]) {
+  const count = (type: Fact['type']) => facts.filter((fact) => fact.type === type).length;
+  return {
+    started: count('run.started'),
+    steps: count('step.started'),
+    recovered: count('run.recovered'),
+    indeterminate: count('tool.indeterminate'),
+    ended: facts.filter((fact) => fact.type === 'run.ended').map((fact) => fact.status),
+    epochs: [...new Set(facts.map((fact) => `${fact.workerId}/${fact.leaseEpoch}`))],
+  };
+}
+
+// Issue 26, defect 5: a 50 MB tool output under a 1–3 s lease, at load 17–22, lost the lease
+// (the event loop blocked seconds before the append, the append took seconds more, the next
+// request carrying the output blocked it again): the worker took its own run over, re-sent the
+// request and the run ended failed/interrupted.
+describe('leases under a blocked event loop and a large tool output (postgresStore)', () => {
+  let database: ReturnType<typeof testSchema>;
+  const runtimes: Runtime[] = [];
+
+  beforeEach(() => {
+    database = testSchema('lease_starved');
+  });
+
+  afterEach(async () => {
+    await Promise.all(runtimes.splice(0).map((runtime) => runtime.close()));
+    await database.drop();
+  });
+
+  it(
+    `keeps the lease of a run whose tool blocks the loop past the lease and returns 20 MB: succeeded, no takeover, no request re-sent`,
+    async () => {
+      let executions = 0;
+      const fetchPage = defineTool({
+        description: 'Fetches a page.',
+        inputSchema: z.object({ url: z.string() }),
+        execute: async () => {
+          executions += 1;
+          // The thread is up (it starts with the runtime): then the loop is blocked past the lease.
+          await renewedFromThread(driver);
+          blockEventLoop(blockMs);
+          return 'x'.repeat(outputChars);
+        },
+      });
+      const model = scriptedModel([
+        { toolCalls: [{ name: 'fetchPage', input: { url: 'https://example.com/big' } }] },
+        { text: 'The page is large.' },
+      ]);
+      const options = {
+        model,
+        tools: { fetchPage },
+        limits: { toolOutputChars: outputChars + 1_000 },
+      };
+      const driver = testRuntime(database.open(), { ...options, worker: { id: 'w1', leaseMs } });
+      // Another worker scanning for expired leases: a lapse would be a takeover.
+      const other = testRuntime(database.open(), { ...options, worker: { id: 'w2', leaseMs } });
+      runtimes.push(driver, other);
+      expect(driver.worker?.renewal).toBe('loop');
+
+      const turn = await driver.send({ sessionId: 's1', text: 'fetch the big page' });
+      expect(await turn.done).toMatchObject({ status: 'completed', steps: 2 });
+
+      const facts = await database.open().read('s1');
+      expect(summary(facts)).toEqual({
+        started: 1,
+        steps: 2,
+        recovered: 0,
+        indeterminate: 0,
+        ended: ['completed'],
+        epochs: ['w1/1'],
+      });
+      expect(executions).toBe(1);
+      // Both requests, once each: the second one carrying the 20 MB output.
+      expect(model.requests).toHaveLength(2);
+      const settled = facts.find((fact) => fact.type === 'tool.settled');
+      expect(settled?.type === 'tool.settled' && settled.text.length).toBe(outputChars);
+    },
+    120_000 + 20 * blockMs,
+  );
+});
