@@ -9,18 +9,23 @@ import type { PgQueryable, PostgresSchema } from './postgres-connection.ts';
  * lists as open when its facts do not — is not answered: it gets an `unreadable` finding
  * (`recover()` reports it `damaged`), never a run skipped silently. Costs one index-only pass
  * over the runs ever started (bench/open-runs.ts); only `openRuns()` runs it, never a lease scan.
+ * With `sessionIds`, only those sessions are read (retention's check, store/postgres/
+ * postgres-retention.ts: a session is removed only when its log says every run of it ended).
  */
 export async function readOpenRuns(
   db: PgQueryable,
   schema: PostgresSchema,
+  options: { sessionIds?: readonly string[] } = {},
 ): Promise<{ runs: OpenRun[]; findings: StoreFinding[] }> {
+  const { sessionIds } = options;
+  const only = sessionIds === undefined ? '' : 'AND session_id = ANY($1::text[])';
   const { rows } = await db.query(
     `WITH indexed AS (
        SELECT session_id, run_id, turn_id, started_seq FROM ${schema.sql}.runs
-       WHERE started_seq IS NOT NULL AND ended_seq IS NULL
+       WHERE started_seq IS NOT NULL AND ended_seq IS NULL ${only}
      ), logged AS (
        SELECT session_id, run_id, min(seq) FILTER (WHERE type = 'run.started') AS started_seq
-       FROM ${schema.sql}.facts WHERE type IN ('run.started', 'run.ended')
+       FROM ${schema.sql}.facts WHERE type IN ('run.started', 'run.ended') ${only}
        GROUP BY session_id, run_id
        HAVING count(*) FILTER (WHERE type = 'run.ended') = 0
      )
@@ -29,6 +34,7 @@ export async function readOpenRuns(
        i.started_seq AS indexed_seq, l.started_seq AS logged_seq
      FROM indexed i FULL JOIN logged l ON i.session_id = l.session_id AND i.run_id = l.run_id
      ORDER BY 1, coalesce(i.started_seq, l.started_seq)`,
+    sessionIds === undefined ? [] : [sessionIds],
   );
   const findings = new Map<string, StoreFinding>();
   for (const row of rows) {

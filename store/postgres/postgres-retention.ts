@@ -1,4 +1,5 @@
 import type { Fact } from '../../events/facts.ts';
+import type { StoreFinding } from '../event-store.ts';
 import { endedSessionOf } from '../retention/ended-session.ts';
 import type { EndedSession, RemovedSession, SessionToRemove } from '../session-retention.ts';
 import { writeParts } from './postgres-append-batches.ts';
@@ -6,29 +7,32 @@ import {
   inTransaction,
   onConnection,
   type PgPool,
+  type PgQueryable,
   type PostgresSchema,
 } from './postgres-connection.ts';
+import { readOpenRuns } from './postgres-open-runs.ts';
 
 /**
- * Sessions with no open run (the runs index) whose last fact is a `run.ended`, filtered by its
+ * Sessions whose last fact is a `run.ended` and whose log leaves no run open, filtered by its
  * `at` with the rule every store shares (`endedSessionOf`: the time is compared in JavaScript, so
- * an `at` PostgreSQL cannot read never fails the query).
+ * an `at` PostgreSQL cannot read never fails the query). The log is the truth: the candidates'
+ * open runs are read as `openRuns()` reads them (`readOpenRuns`: the runs index checked against
+ * the facts' `run.started`/`run.ended`), so a session whose index lost a run's row, or marks an
+ * unfinished run ended, is never found; it is returned in `findings` instead.
  */
 export async function endedSessions(options: {
   pool: PgPool;
   schema: PostgresSchema;
   endedBefore: Date;
-}): Promise<EndedSession[]> {
+}): Promise<{ sessions: EndedSession[]; findings: StoreFinding[] }> {
   const { pool, schema, endedBefore } = options;
   const { rows } = await pool.query(
     `SELECT s.session_id, s.last_seq, f.body->>'at' AS at
      FROM ${schema.sql}.sessions s
      JOIN ${schema.sql}.facts f ON f.session_id = s.session_id AND f.seq = s.last_seq
-     WHERE s.last_seq > 0 AND f.type = 'run.ended'
-       AND NOT EXISTS (SELECT 1 FROM ${schema.sql}.runs r WHERE r.session_id = s.session_id
-                       AND r.started_seq IS NOT NULL AND r.ended_seq IS NULL)`,
+     WHERE s.last_seq > 0 AND f.type = 'run.ended'`,
   );
-  return rows
+  const candidates = rows
     .map((row) =>
       endedSessionOf({
         sessionId: String(row.session_id),
@@ -38,21 +42,44 @@ export async function endedSessions(options: {
         endedBefore,
       }),
     )
-    .filter((session) => session !== undefined)
+    .filter((session) => session !== undefined);
+  const sessionIds = candidates.map((session) => session.sessionId);
+  const { kept, findings } = await sessionsWithOpenRuns(pool, schema, sessionIds);
+  const sessions = candidates
+    .filter((session) => !kept.has(session.sessionId))
     .sort((left, right) => (left.sessionId < right.sessionId ? -1 : 1));
+  return { sessions, findings };
+}
+
+/**
+ * Of `sessionIds`, those the log (or the runs index) leaves a run open in, and the findings of
+ * those where the two disagree (`readOpenRuns`, restricted to these sessions).
+ */
+async function sessionsWithOpenRuns(
+  db: PgQueryable,
+  schema: PostgresSchema,
+  sessionIds: readonly string[],
+): Promise<{ kept: Set<string>; findings: StoreFinding[] }> {
+  if (sessionIds.length === 0) return { kept: new Set(), findings: [] };
+  const { runs, findings } = await readOpenRuns(db, schema, { sessionIds });
+  const kept = new Set([...runs, ...findings].map((item) => String(item.sessionId)));
+  return { kept, findings };
 }
 
 /**
  * Removes the sessions still at their `lastSeq` with no open run in one transaction: their rows
  * are locked (in id order, so two purges never deadlock; an append to one of them waits, or is
  * waited for), checked, and deleted from every table — facts, runs index, leases, inbox, partial
- * snapshots, the session row — so each is whole or gone.
+ * snapshots, the session row — so each is whole or gone. "No open run" is the log's word, checked
+ * as `openRuns()` checks it: a session whose runs index disagrees with its facts is
+ * `unreadable` (left, and returned in `findings` as `openRuns()` reports it), one with an
+ * unfinished run `changed`.
  */
 export function removeSessions(options: {
   pool: PgPool;
   schema: PostgresSchema;
   sessions: readonly SessionToRemove[];
-}): Promise<RemovedSession[]> {
+}): Promise<{ outcomes: RemovedSession[]; findings: StoreFinding[] }> {
   const { pool, schema, sessions } = options;
   const ids = sessions.map((session) => session.sessionId);
   return inTransaction(pool, async (client) => {
@@ -62,18 +89,16 @@ export function removeSessions(options: {
       [ids],
     );
     // Read after the locks: every append committed before them is seen.
-    const open = await client.query(
-      `SELECT DISTINCT session_id FROM ${schema.sql}.runs WHERE session_id = ANY($1::text[])
-       AND started_seq IS NOT NULL AND ended_seq IS NULL`,
-      [ids],
-    );
+    const { runs, findings } = await readOpenRuns(client, schema, { sessionIds: ids });
     const lastSeqs = new Map(
       locked.rows.map((row) => [String(row.session_id), Number(row.last_seq)]),
     );
-    const withOpenRuns = new Set(open.rows.map((row) => String(row.session_id)));
+    const withOpenRuns = new Set(runs.map((run) => run.sessionId));
+    const disagreeing = new Set(findings.map((finding) => String(finding.sessionId)));
     const outcomes = sessions.map(({ sessionId, lastSeq }): RemovedSession => {
       const stored = lastSeqs.get(sessionId) ?? 0;
       if (stored === 0) return { sessionId, outcome: 'absent' };
+      if (disagreeing.has(sessionId)) return { sessionId, outcome: 'unreadable' };
       if (stored !== lastSeq || withOpenRuns.has(sessionId))
         return { sessionId, outcome: 'changed' };
       return { sessionId, outcome: 'removed' };
@@ -94,7 +119,7 @@ export function removeSessions(options: {
         [removed],
       );
     }
-    return outcomes;
+    return { outcomes, findings };
   });
 }
 

@@ -215,10 +215,7 @@ class PostgresEventStore implements PostgresStore {
     const { runs, findings } = await this.#query('openRuns', (pool) =>
       readOpenRuns(pool, this.#schema),
     );
-    for (const finding of findings) {
-      const sessionId = finding.sessionId ?? '';
-      if (!this.#findings.has(sessionId)) this.#findings.set(sessionId, finding);
-    }
+    this.#addFindings(findings);
     // JavaScript's order of session ids, as every store gives it (the stable sort keeps start order).
     return runs.sort((left, right) => compare(left.sessionId, right.sessionId));
   }
@@ -282,18 +279,22 @@ class PostgresEventStore implements PostgresStore {
     this.#checkOpen('endedSessions');
     checkEndedBefore(options?.endedBefore, 'postgresStore.endedSessions');
     const { endedBefore } = options;
-    return this.#call('endedSessions', () =>
+    const { sessions, findings } = await this.#call('endedSessions', () =>
       endedSessions({ pool: this.#pool, schema: this.#schema, endedBefore }),
     );
+    this.#addFindings(findings);
+    return sessions;
   }
 
   async removeSessions(sessions: readonly SessionToRemove[]): Promise<RemovedSession[]> {
     this.#checkOpen('removeSessions');
     for (const { sessionId } of sessions) checkSessionId(sessionId, 'postgresStore.removeSessions');
     if (sessions.length === 0) return [];
-    return this.#call('removeSessions', () =>
+    const { outcomes, findings } = await this.#call('removeSessions', () =>
       removeSessions({ pool: this.#pool, schema: this.#schema, sessions }),
     );
+    this.#addFindings(findings);
+    return outcomes;
   }
 
   async importFacts(sessionId: string, facts: readonly Fact[]): Promise<'imported' | 'exists'> {
@@ -415,6 +416,14 @@ class PostgresEventStore implements PostgresStore {
     } catch (error) {
       if (TurnlogError.isTurnlogError(error) || options.passes?.(error) === true) throw error;
       throw unavailable(method, error);
+    }
+  }
+
+  /** Keeps the first finding of each session (the log and its runs index disagree). */
+  #addFindings(findings: readonly StoreFinding[]): void {
+    for (const finding of findings) {
+      const sessionId = finding.sessionId ?? '';
+      if (!this.#findings.has(sessionId)) this.#findings.set(sessionId, finding);
     }
   }
 

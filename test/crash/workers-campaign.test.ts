@@ -49,6 +49,7 @@ describe('the crash campaign across workers', () => {
         root,
         concurrency: 16,
         deadlineMs,
+        slowdown,
         log: (line) => console.info(line),
       });
       console.info(
@@ -88,6 +89,7 @@ describe('the crash campaign across workers, with a bug planted', () => {
           root: plantedRoot,
           concurrency: 4,
           deadlineMs: scaled(60_000, slowdown),
+          slowdown,
           plantDoubleExecution: true,
         });
         expect(report.violations.some((violation) => /executed 2 times/.test(violation))).toBe(

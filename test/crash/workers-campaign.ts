@@ -60,6 +60,11 @@ export interface WorkersCampaignOptions {
   /** Progress lines, for long runs. */
   log?: (line: string) => void;
   /**
+   * How much slower the machine is than the quiet one (test/helpers/calibration.ts), default 1:
+   * the end's waits (handles following their runs, workers exiting on close) scale with it.
+   */
+  slowdown?: number;
+  /**
    * Run the service scenario instead (test/crash/service-scenario.ts): the workers' tools call
    * the external service at `url`; its ledger, not side files, says what was executed; the
    * issue-24 figures are checked per run. Chaos is SIGKILL only: a SIGSTOPped worker that wakes
@@ -619,7 +624,8 @@ export async function runWorkersCampaign(
   timers.clear();
   for (const worker of slots) if (worker.state === 'stopped') worker.signal('SIGCONT');
   // Handles given out by workers that were never killed follow their run to its end.
-  const handleDeadline = performance.now() + 5000;
+  const slowdown = options.slowdown ?? 1;
+  const handleDeadline = performance.now() + 5000 * slowdown;
   const survivors = everyProcess.filter((worker) => worker.state === 'running');
   while (
     performance.now() < handleDeadline &&
@@ -643,11 +649,14 @@ export async function runWorkersCampaign(
   await Promise.all(
     survivors.map(async (worker) => {
       const closed = worker.command({ op: 'close' });
-      const timeout = sleep(10_000).then(() => 'timeout' as const);
+      const exitMs = Math.round(10_000 * slowdown);
+      const timeout = sleep(exitMs).then(() => 'timeout' as const);
       if (
         (await Promise.race([worker.exited.then(() => 'exited' as const), timeout])) === 'timeout'
       ) {
-        violations.push(`${worker.workerId} did not exit within 10 s of close(): ${worker.stderr}`);
+        violations.push(
+          `${worker.workerId} did not exit within ${exitMs} ms of close(): ${worker.stderr}`,
+        );
         worker.signal('SIGKILL');
       }
       void closed;

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -44,6 +44,41 @@ describe('lowdbStore retention', () => {
     expect(await removing).toEqual([{ sessionId: 'ended_3', outcome: 'changed' }]);
     expect((await appending).lastSeq).toBe(6);
     expect((await store.read('ended_3')).length).toBe(6);
+  });
+
+  it('never purges a session whose log holds an unfinished run, whatever its record and headers say', async () => {
+    // Its last fact is the run.ended of run_1 while run_2 is open: only the log says so, since
+    // the header of the tail segment and the record are edited to list no open run before it.
+    const facts = storeFacts('two_runs');
+    await store.append('two_runs', [
+      facts.runStarted('two_1', 'run_1'),
+      facts.runStarted('two_2', 'run_2'),
+      facts.steering('two_3', 'run_2'),
+      facts.runEnded('two_4', 'run_1'),
+    ]);
+    await store.close();
+    const folder = path.join(dir, 'sessions', 'two_runs');
+    for (const name of ['000001.jsonl', 'session.json']) {
+      const file = path.join(folder, name);
+      const text = await readFile(file, 'utf8');
+      const edited = text.replaceAll(
+        '"openRuns":[{"turnId":"turn_1","runId":"run_1"},{"turnId":"turn_1","runId":"run_2"}]',
+        '"openRuns":[{"turnId":"turn_1","runId":"run_1"}]',
+      );
+      expect(edited).not.toBe(text);
+      await writeFile(file, edited);
+    }
+    store = lowdbStore({ dir, segmentSize: 3 });
+    const endedBefore = new Date('2026-02-01T00:00:00.000Z');
+    expect(await store.endedSessions({ endedBefore })).toEqual([]);
+    expect((await store.findings()).map(({ sessionId, kind }) => ({ sessionId, kind }))).toEqual([
+      { sessionId: 'two_runs', kind: 'unreadable' },
+    ]);
+    // Asked directly, removal loads the session from its facts and refuses it as well.
+    expect(await store.removeSessions([{ sessionId: 'two_runs', lastSeq: 4 }])).toEqual([
+      { sessionId: 'two_runs', outcome: 'unreadable' },
+    ]);
+    expect(await readdir(folder)).toContain('000001.jsonl');
   });
 
   it('deletes at open the folder of a removal a kill interrupted, which is no session', async () => {
