@@ -261,7 +261,7 @@ async function count(
  * another `tool.indeterminate`): how many, how its `reconcile` last answered, whether it waited
  * for a person and, if so, whether it had run (`executions`: its ledger rows).
  */
-function tallyCalls(facts: readonly Fact[], executions: (callId: string) => number) {
+export function tallyCalls(facts: readonly Fact[], executions: (callId: string) => number) {
   const cut = new Set<string>();
   const person = new Set<string>();
   const answers = new Map<string, string>();
@@ -283,7 +283,11 @@ function tallyCalls(facts: readonly Fact[], executions: (callId: string) => numb
     reconciledDone: answered.filter((answer) => answer === 'done').length,
     reconciledNotDone: answered.filter((answer) => answer === 'not-done').length,
     personCallsThatRan: [...person].filter((callId) => executions(callId) > 0).length,
-    cutAfterEffect: [...cut].filter((callId) => executions(callId) > 0).length,
+    // Its effect had happened when it was cut: its reconcile found it done, or (no reconcile
+    // answer) it has a ledger row — it never ran again, so the row is from before the cut.
+    cutAfterEffect: [...cut].filter((callId) =>
+      answers.has(callId) ? answers.get(callId) === 'done' : executions(callId) > 0,
+    ).length,
   };
 }
 
