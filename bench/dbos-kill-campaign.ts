@@ -283,7 +283,11 @@ function tallyCalls(facts: readonly Fact[], executions: (callId: string) => numb
     reconciledDone: answered.filter((answer) => answer === 'done').length,
     reconciledNotDone: answered.filter((answer) => answer === 'not-done').length,
     personCallsThatRan: [...person].filter((callId) => executions(callId) > 0).length,
-    cutAfterEffect: [...cut].filter((callId) => executions(callId) > 0).length,
+    // Its effect had happened when it was cut: its reconcile found it done, or (no reconcile
+    // answer) it has a ledger row — it never ran again, so the row is from before the cut.
+    cutAfterEffect: [...cut].filter((callId) =>
+      answers.has(callId) ? answers.get(callId) === 'done' : executions(callId) > 0,
+    ).length,
   };
 }
 

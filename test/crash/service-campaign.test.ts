@@ -147,6 +147,7 @@ describe('the service campaign, 4 workers on PostgreSQL', () => {
         toolMs: 120,
         chaosEveryMs: Math.round(leaseMs / 8),
         service: { url: service.url, ledgerFile: service.ledgerFile },
+        slowdown,
         // Progress lines for the long version only.
         ...(process.env.TURNLOG_SERVICE_RUNS !== undefined && {
           log: (line: string) => console.info(line),

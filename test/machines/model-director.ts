@@ -126,6 +126,18 @@ function responseFor(fact: ModelFact, next: ModelFact | undefined): ScriptedResp
       };
     case 'call-withheld':
       return { text: 'x', toolCalls: [{ id: 'c_withheld', name: 'ok' }], finishReason: 'length' };
+    case 'call-rec':
+      return { text: 'x', toolCalls: [{ id: 'c_rec', name: 'rec' }] };
+    case 'call-idem':
+      return { text: 'x', toolCalls: [{ id: 'c_idem', name: 'idem' }] };
+    case 'call-ok+rec':
+      return {
+        text: 'x',
+        toolCalls: [
+          { id: 'c_ok', name: 'ok' },
+          { id: 'c_rec', name: 'rec' },
+        ],
+      };
     case 'rate-limit':
       return { error: { status: 429, headers: { 'retry-after-ms': longWait ? '600000' : '1' } } };
     case 'after-output':
@@ -158,6 +170,7 @@ function startProcess(
   const requests = new Gates<ScriptedResponse>();
   const executions = new Gates<'success' | 'error'>();
   const permissions = new Gates<'allow' | 'ask'>();
+  const checks = new Gates<'done' | 'not-done' | 'unknown'>();
   const executed: string[] = [];
   const model: LanguageModelV4 = {
     specificationVersion: 'v4',
@@ -170,7 +183,11 @@ function startProcess(
       return scriptedModel([response]).doStream(options);
     },
   };
-  const gatedTool = (name: string) =>
+  // After a restart: `rec`'s check waits for the director's answer; `idem` runs again unasked.
+  const gatedTool = (
+    name: string,
+    extra: { idempotent?: boolean; reconcile?: Parameters<typeof defineTool>[0]['reconcile'] } = {},
+  ) =>
     defineTool({
       description: name,
       inputSchema: z.object({}),
@@ -181,12 +198,23 @@ function startProcess(
           throw new Error(`${callId} failed`);
         return 'done';
       },
+      ...extra,
     });
+  const rec = gatedTool('rec', {
+    reconcile: async (_input, { signal, callId }) => {
+      const answer = await checks.arrive(callId, signal);
+      if (answer === 'done') return { status: 'done', output: 'done' };
+      return answer === 'not-done'
+        ? { status: 'not-done' }
+        : { status: 'unknown', reason: 'cannot tell' };
+    },
+  });
+  const idem = gatedTool('idem', { idempotent: true });
   const process = processStore(shared, plan, onHold);
   const runtime = createRuntime({
     model,
     store: process.store,
-    tools: { ok: gatedTool('ok'), fails: gatedTool('fails'), ask: gatedTool('ask') },
+    tools: { ok: gatedTool('ok'), fails: gatedTool('fails'), ask: gatedTool('ask'), rec, idem },
     generateId,
     limits: {
       maxSteps: 2,
@@ -198,7 +226,7 @@ function startProcess(
       ...(window ? { contextWindowTokens: 1 } : {}),
     },
   });
-  return { runtime, requests, executions, permissions, executed, ...process };
+  return { runtime, requests, executions, permissions, checks, executed, ...process };
 }
 
 const decisionGate = (fact: ModelFact) =>
@@ -284,10 +312,16 @@ export async function runModelPath(
         executed.push(...current.executed);
         current = startProcess(shared, generateId, path.window, plan, onHold);
         await current.runtime.recover();
-        if (fact.type === 'tool.indeterminate') index += 1; // recovery also commits the run.recovered that follows
+        // Recovery also commits the marks of the other calls and the run.recovered that follow.
+        if (fact.type === 'tool.indeterminate') {
+          while (index + 1 < path.facts.length && path.facts[index]?.type !== 'run.recovered')
+            index += 1;
+        }
         break;
       default:
-        if (fact.type === 'step.completed' && inWrite[index]) {
+        if (fact.variant === 'with-previous') {
+          // Committed in the append of the fact before it (a check's `done` and its settlement).
+        } else if (fact.type === 'step.completed' && inWrite[index]) {
           // The runtime decides every call before the write: open each permission gate now.
           void current.requests.release('request', responseFor(fact, next));
           for (const call of fact.toolCalls) {
@@ -313,6 +347,11 @@ export async function runModelPath(
           (fact.outcome === 'success' || fact.outcome === 'error')
         ) {
           void current.executions.release(fact.callId, fact.outcome);
+        } else if (
+          fact.type === 'tool.reconciled' &&
+          (fact.variant === 'done' || fact.variant === 'not-done' || fact.variant === 'unknown')
+        ) {
+          void current.checks.release(fact.callId, fact.variant);
         } else if (fact.type === 'tool.permission.decided' && fact.decision === 'report-unknown') {
           await current.runtime.decide({
             sessionId,
@@ -348,7 +387,7 @@ async function waitForEnd(liveFacts: () => Promise<Fact[]>, path: ModelPath) {
 function comparePath(path: ModelPath, facts: Fact[]) {
   const live = facts.slice(1, 1 + path.facts.length);
   const describe = (fact: Fact | ModelFact) =>
-    `${fact.type}${'callId' in fact ? `(${fact.callId})` : ''}${'outcome' in fact ? `=${fact.outcome}` : ''}${'decision' in fact ? `=${fact.decision}` : ''}`;
+    `${fact.type}${'callId' in fact ? `(${fact.callId})` : ''}${'outcome' in fact ? `=${fact.outcome}` : ''}${'decision' in fact ? `=${fact.decision}` : ''}${'answer' in fact ? `=${fact.answer}` : ''}${'check' in fact && fact.check !== undefined ? `?${fact.check}` : ''}`;
   const expected = path.facts.map((fact, index) => `${describe(fact)} → ${path.states[index]}`);
   const actual = live.map((fact) => `${describe(fact)} → ${fact.state}`);
   // Runners and abandoners of one step start concurrently: their first facts (tool.started, or

@@ -10,8 +10,10 @@ import { storedFact } from '../helpers/fact-builder.ts';
  * runtime can produce there (the lockstep director in model-director.ts can make each happen),
  * labelled with a variant. Paths through this graph are turned into live scenarios.
  *
- * Tools: `ok` (succeeds), `fails` (throws), `ask` (permission ask); a call's id names its kind
- * (`c_ok`, `c_fails`, `c_ask`, `c_withheld` — an `ok` call the guard withholds).
+ * Tools: `ok` (succeeds), `fails` (throws), `ask` (permission ask), `rec` (has `reconcile`: after
+ * a restart the director answers its check `done`, `not-done` or `unknown`) and `idem`
+ * (idempotent: it runs again after a restart); a call's id names its kind (`c_ok`, `c_fails`,
+ * `c_ask`, `c_rec`, `c_idem`, `c_withheld` — an `ok` call the guard withholds).
  */
 
 export type Variant =
@@ -22,6 +24,9 @@ export type Variant =
   | 'call-ask'
   | 'call-ok+ask'
   | 'call-withheld'
+  | 'call-rec'
+  | 'call-idem'
+  | 'call-ok+rec'
   | 'rate-limit'
   | 'after-output'
   | 'overflow'
@@ -34,6 +39,11 @@ export type Variant =
   | 'steer'
   | 'stop'
   | 'recover'
+  | 'done'
+  | 'not-done'
+  | 'unknown'
+  /** A fact committed in the same append as the one before it (a check's `done` and its settlement). */
+  | 'with-previous'
   | 'auto';
 
 /** A fact of a model path, with the variant the director must produce. */
@@ -46,7 +56,12 @@ const calls: Record<string, ToolCallRecord> = {
   c_fails: { callId: 'c_fails', name: 'fails', input: {}, proof: 'raw-bytes' },
   c_ask: { callId: 'c_ask', name: 'ask', input: {}, proof: 'raw-bytes' },
   c_withheld: { callId: 'c_withheld', name: 'ok', input: {}, proof: null, withheld: 'cut off' },
+  c_rec: { callId: 'c_rec', name: 'rec', input: {}, proof: 'raw-bytes' },
+  c_idem: { callId: 'c_idem', name: 'idem', input: {}, proof: 'raw-bytes' },
 };
+
+/** How a restart resolves a started call of each tool without a person (`tool.indeterminate`'s `check`). */
+const checks: Record<string, 'reconcile' | 'idempotent'> = { rec: 'reconcile', idem: 'idempotent' };
 
 const stepCalls: Partial<Record<Variant, string[]>> = {
   'call-ok': ['c_ok'],
@@ -54,6 +69,9 @@ const stepCalls: Partial<Record<Variant, string[]>> = {
   'call-ask': ['c_ask'],
   'call-ok+ask': ['c_ok', 'c_ask'],
   'call-withheld': ['c_withheld'],
+  'call-rec': ['c_rec'],
+  'call-idem': ['c_idem'],
+  'call-ok+rec': ['c_ok', 'c_rec'],
 };
 
 export const modelLimits = (window: boolean): RunLimits => ({
@@ -137,6 +155,7 @@ function failed(
 const settled = (
   callId: string,
   outcome: 'success' | 'error' | 'withheld' | 'denied' | 'cancelled' | 'unknown',
+  variant: Variant = 'auto',
 ) =>
   fact(
     {
@@ -147,8 +166,71 @@ const settled = (
       text: outcome,
       truncated: false,
     },
-    'auto',
+    variant,
   );
+
+type ModelCall = { callId: string; name: string };
+
+/** A recovery's mark of a call that may have run, with its tool's check when it has one. */
+const mark = (call: ModelCall, variant: Variant) => {
+  const check = checks[call.name];
+  return fact(
+    { type: 'tool.indeterminate', callId: call.callId, name: call.name, ...(check && { check }) },
+    variant,
+  );
+};
+
+/** A person's answer for an indeterminate call. */
+const personDecides = (call: ModelCall, decision: 'allow' | 'deny' | 'abort' | 'report-unknown') =>
+  fact(
+    { type: 'tool.permission.decided', callId: call.callId, decision, inputHash: 'h', by: 'user' },
+    decision === 'report-unknown' ? 'auto' : decision,
+  );
+
+/**
+ * Snapshots a `tool.indeterminate` led to: a recovery is committing its marks, so only its next
+ * mark or its `run.recovered` can follow (set by `serializeModelState`, which the traversal
+ * calls with the event that led to each snapshot before it asks for that snapshot's facts).
+ */
+const marking = new WeakMap<object, boolean>();
+
+/** The rest of a recovery under way: the next started call's mark, then `run.recovered`. */
+function recoveryRest(snapshot: Snapshot, recover: ModelFact): ModelFact[] {
+  const next = snapshot.context.calls.find((call) => call.status === 'started');
+  return next === undefined ? [recover] : [mark(next, 'auto')];
+}
+
+/** After a restart, in `reconciling`: each checked call's answer, a person's answers, a second restart. */
+function reconcilingFacts(context: TurnContext): ModelFact[] {
+  // A check answered `done` commits the call's settlement in the same append.
+  const committing = context.calls.find((call) => call.status === 'started');
+  if (committing) return [settled(committing.callId, 'success', 'with-previous')];
+  const checking = context.calls.filter((call) => call.status === 'checking');
+  const answers = checking.flatMap((call) =>
+    (call.name === 'idem'
+      ? (['idempotent'] as const)
+      : (['done', 'not-done', 'unknown'] as const)
+    ).map((answer) =>
+      fact(
+        {
+          type: 'tool.reconciled',
+          callId: call.callId,
+          name: call.name,
+          answer,
+          ...(answer === 'unknown' && { reason: 'cannot tell' }),
+        },
+        answer === 'idempotent' ? 'auto' : answer,
+      ),
+    ),
+  );
+  const decisions = context.calls
+    .filter((call) => call.status === 'indeterminate')
+    .map((call) => personDecides(call, 'report-unknown'));
+  // A second restart while a check is under way marks the checked calls again.
+  const again =
+    context.recoveries === 1 ? checking.slice(0, 1).map((call) => mark(call, 'recover')) : [];
+  return [...answers, ...decisions, ...again];
+}
 
 /** The facts the runtime can produce from this snapshot (see the file header). */
 export function candidateFacts(snapshot: Snapshot): ModelFact[] {
@@ -164,6 +246,7 @@ export function candidateFacts(snapshot: Snapshot): ModelFact[] {
     ...(allowSteer && !steered ? [steer] : []),
     ...(once ? [recover] : []),
   ];
+  if (marking.get(snapshot) === true) return recoveryRest(snapshot, recover);
   switch (state) {
     case 'projecting': {
       const compact =
@@ -222,6 +305,9 @@ export function candidateFacts(snapshot: Snapshot): ModelFact[] {
             'call-ask',
             'call-ok+ask',
             'call-withheld',
+            'call-rec',
+            'call-idem',
+            'call-ok+rec',
           ] as const
         ).map((variant) => completed(context, variant)),
         ...(['rate-limit', 'after-output', 'overflow', 'auth'] as const).map((variant) =>
@@ -285,23 +371,22 @@ export function candidateFacts(snapshot: Snapshot): ModelFact[] {
         (call.status === 'asked'
           ? (['allow', 'deny', 'abort'] as const)
           : (['report-unknown', 'abort'] as const)
-        ).map((decision) =>
-          fact(
-            {
-              type: 'tool.permission.decided',
-              callId: call.callId,
-              decision,
-              inputHash: 'h',
-              by: 'user',
-            },
-            decision === 'report-unknown' ? 'auto' : decision,
-          ),
-        ),
+        ).map((decision) => personDecides(call, decision)),
       );
-      return [...decisions, ...interventions(true)];
+      // A second restart while a person is asked about a call its tool could not check asks the
+      // tool again first.
+      const again =
+        context.recoveries === 1
+          ? asked
+              .filter((call) => call.status === 'indeterminate' && checks[call.name] !== undefined)
+              .slice(0, 1)
+              .map((call) => mark(call, 'recover'))
+          : [];
+      return [...decisions, ...interventions(true), ...again];
     }
+    case 'settlingTools.reconciling':
+      return reconcilingFacts(context);
     case 'settlingTools.running': {
-      if (context.calls.some((call) => call.status === 'indeterminate')) return [recover];
       // Runners commit their first fact in call order; executions then end as the director releases them.
       const waiting = context.calls.find((call) => call.status === 'decided');
       if (waiting) {
@@ -333,11 +418,7 @@ export function candidateFacts(snapshot: Snapshot): ModelFact[] {
         ...running.map((call) =>
           settled(call.callId, call.callId === 'c_fails' ? 'error' : 'success'),
         ),
-        ...running
-          .slice(0, once ? 1 : 0)
-          .map((call) =>
-            fact({ type: 'tool.indeterminate', callId: call.callId, name: call.name }, 'recover'),
-          ),
+        ...running.slice(0, once ? 1 : 0).map((call) => mark(call, 'recover')),
         ...interventions(true).filter((candidate) => candidate.type !== 'run.recovered'),
       ];
     }
@@ -352,16 +433,18 @@ export function candidateFacts(snapshot: Snapshot): ModelFact[] {
 }
 
 /** The abstract state a path step reaches: the state value and the context that steers the loop. */
-export function serializeModelState(snapshot: Snapshot): string {
+export function serializeModelState(snapshot: Snapshot, event?: ModelFact): string {
+  if (event !== undefined) marking.set(snapshot, event.type === 'tool.indeterminate');
   const { context } = snapshot;
   return JSON.stringify([
+    marking.get(snapshot) === true,
     statePath(snapshot.value),
     context.attempt,
     context.completedSteps,
     context.overflowCompactions,
     context.compactedSinceStep,
     context.lastSteeringSeq > context.projectedThroughSeq,
-    context.recoveries > 0,
+    context.recoveries,
     context.calls.map((call) => `${call.callId}:${call.status}:${call.decision?.decision ?? ''}`),
     context.outcome?.reason ?? '',
   ]);

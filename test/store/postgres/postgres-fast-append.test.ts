@@ -546,16 +546,28 @@ describe('postgresStore fast append racing lease changes', () => {
     ).rejects.toSatisfy(RunLeasedError.isInstance);
   });
 
-  it('keeps every fact from the lease it claims when fast appends race acquisitions, takeovers, expiries and releases', async () => {
+  /**
+   * Three stores (workers) race appends under their leases, plain appends, acquisitions,
+   * takeovers, expiries and releases of the runs of `sessions` sessions, a few at a time; every
+   * stored fact must come from the lease it claims, in epoch order, and every refusal be the rule's
+   * own error. With several sessions, a store's appends to different sessions meet in one batch
+   * (group commit), each with its own outcome.
+   */
+  async function leaseRace(sessions: number, seed: number, numRuns: number) {
     const workers = [f.w1, f.w2, f.database.open()];
     await f.w1.sessions();
     let round = 0;
+    // With several sessions, mostly appends, from two of the stores: so that a store's batch
+    // often holds the appends of several sessions.
+    const several = sessions > 1;
     const command = fc.record({
-      worker: fc.integer({ min: 0, max: 2 }),
+      worker: fc.integer({ min: 0, max: several ? 1 : 2 }),
+      session: fc.integer({ min: 0, max: sessions - 1 }),
       action: fc.constantFrom(
         'append',
         'append',
         'plain',
+        ...(several ? (['append', 'append', 'plain'] as const) : []),
         'acquire',
         'takeover',
         'expire',
@@ -564,29 +576,42 @@ describe('postgresStore fast append racing lease changes', () => {
     });
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.array(command, { minLength: 1, maxLength: 3 }), { maxLength: 14 }),
+        fc.array(fc.array(command, { minLength: 1, maxLength: 3 * sessions }), { maxLength: 14 }),
         async (batches) => {
           round += 1;
-          const sessionId = `session_${round}`;
-          const facts = storeFacts(sessionId);
-          const held: (RunLease | undefined)[] = [undefined, undefined, undefined];
-          const granted = new Map<number, string>();
-          const stored = new Set<string>();
-          const refused = new Set<string>();
+          const states = Array.from({ length: sessions }, (_, index) => ({
+            sessionId: `session_${round}_${index}`,
+            facts: storeFacts(`session_${round}_${index}`),
+            held: [undefined, undefined, undefined] as (RunLease | undefined)[],
+            granted: new Map<number, string>(),
+            stored: new Set<string>(),
+            refused: new Set<string>(),
+          }));
           let next = 0;
-          const grant = (worker: number, lease: RunLease | undefined) => {
-            if (lease === undefined) return;
-            expect(granted.has(lease.epoch)).toBe(false);
-            granted.set(lease.epoch, lease.workerId);
-            held[worker] = lease;
-          };
           for (const batch of batches) {
+            // The batch's appends read first, then all append at once: a store's appends to
+            // different sessions meet in one batch, and the same session's race.
+            let appends = 0;
+            let read = 0;
+            let allRead = () => {};
+            const reads = new Promise<void>((resolve) => {
+              allRead = resolve;
+            });
             await Promise.all(
-              batch.map(async ({ worker, action }) => {
+              batch.map(async ({ worker, session, action }) => {
+                const state = states[session] as (typeof states)[number];
+                const { sessionId, facts, held } = state;
+                const grant = (lease: RunLease | undefined) => {
+                  if (lease === undefined) return;
+                  expect(state.granted.has(lease.epoch)).toBe(false);
+                  state.granted.set(lease.epoch, lease.workerId);
+                  held[worker] = lease;
+                };
                 const store = workers[worker] as PostgresStore;
                 const workerId = `w${worker}`;
                 const lease = held[worker];
                 if ((action === 'append' && lease !== undefined) || action === 'plain') {
+                  appends += 1;
                   next += 1;
                   const id = `f${next}`;
                   const plain = facts.steering(id, 'run_1');
@@ -594,10 +619,13 @@ describe('postgresStore fast append racing lease changes', () => {
                     action === 'plain' || lease === undefined ? plain : under(lease, plain);
                   // The driver's view of the session: what its store read last.
                   const expectedSeq = (await store.read(sessionId)).length;
+                  read += 1;
+                  if (read === appends) allRead();
+                  await reads;
                   await store.append(sessionId, [fact], { expectedSeq }).then(
-                    () => stored.add(id),
+                    () => state.stored.add(id),
                     (error: unknown) => {
-                      refused.add(id);
+                      state.refused.add(id);
                       if (ConcurrencyError.isInstance(error)) return;
                       if (action === 'plain') {
                         expect(RunLeasedError.isInstance(error)).toBe(true);
@@ -614,13 +642,17 @@ describe('postgresStore fast append racing lease changes', () => {
                     workerId,
                     leaseMs,
                   });
-                  if (attempt.acquired) grant(worker, attempt.lease);
+                  if (attempt.acquired) grant(attempt.lease);
                 } else if (action === 'takeover') {
                   const taken = await store.takeOverExpiredLeases({ workerId, leaseMs, limit: 50 });
-                  grant(
-                    worker,
-                    taken.find((candidate) => candidate.sessionId === sessionId),
-                  );
+                  // A scan may take the runs of other sessions too: each is that session's grant.
+                  for (const other of states) {
+                    const mine = taken.find((candidate) => candidate.sessionId === other.sessionId);
+                    if (mine === undefined) continue;
+                    expect(other.granted.has(mine.epoch)).toBe(false);
+                    other.granted.set(mine.epoch, mine.workerId);
+                    other.held[worker] = mine;
+                  }
                 } else if (action === 'expire') {
                   await f.expire(sessionId, 'run_1');
                 } else if (action === 'release' && lease !== undefined) {
@@ -630,20 +662,31 @@ describe('postgresStore fast append racing lease changes', () => {
               }),
             );
           }
-          const log = await f.w1.read(sessionId);
-          expect(log.map((fact) => fact.id).sort()).toEqual([...stored].sort());
-          expect(log.some((fact) => refused.has(fact.id))).toBe(false);
-          const epochs = log
-            .filter((fact) => fact.leaseEpoch !== undefined)
-            .map((fact) => fact.leaseEpoch ?? 0);
-          expect(epochs).toEqual([...epochs].sort((x, y) => x - y));
-          for (const fact of log) {
-            if (fact.leaseEpoch !== undefined)
-              expect(granted.get(fact.leaseEpoch)).toBe(fact.workerId);
+          for (const { sessionId, stored, refused, granted } of states) {
+            const log = await f.w1.read(sessionId);
+            expect(log.map((fact) => fact.seq)).toEqual(log.map((_, index) => index + 1));
+            expect(log.map((fact) => fact.id).sort()).toEqual([...stored].sort());
+            expect(log.some((fact) => refused.has(fact.id))).toBe(false);
+            const epochs = log
+              .filter((fact) => fact.leaseEpoch !== undefined)
+              .map((fact) => fact.leaseEpoch ?? 0);
+            expect(epochs).toEqual([...epochs].sort((x, y) => x - y));
+            for (const fact of log) {
+              if (fact.leaseEpoch !== undefined)
+                expect(granted.get(fact.leaseEpoch)).toBe(fact.workerId);
+            }
           }
         },
       ),
-      { numRuns: 12, seed: 1314 },
+      { numRuns, seed },
     );
+  }
+
+  it('keeps every fact from the lease it claims when fast appends race acquisitions, takeovers, expiries and releases', async () => {
+    await leaseRace(1, 1314, 12);
+  });
+
+  it('keeps it when each store batches the appends of three sessions racing their leases', async () => {
+    await leaseRace(3, 2612, 25);
   });
 });
