@@ -131,7 +131,7 @@ class PostgresEventStore implements PostgresStore {
     this.#listeners = new FactListeners({ onListenerError: options.onListenerError });
     this.#notifications = new PostgresNotifications({
       connect: () => this.#pool.connect(),
-      channel: this.#schema.channel,
+      schema: this.#schema,
     });
     this.#subscriptions = new FactSubscriptions({
       notifications: this.#notifications,

@@ -1,6 +1,5 @@
 import type { Fact } from '../../events/facts.ts';
 import type { FactListeners } from '../fact-listeners.ts';
-import { md5 } from './postgres-connection.ts';
 import type { PostgresNotifications } from './postgres-notifications.ts';
 
 interface SubscriptionSources {
@@ -20,8 +19,9 @@ const maxRetryMs = 2_000;
 /**
  * `subscribe` across processes. Per subscribed session, a watcher knows the last `seq` its
  * listeners got and reads the facts after it (`seq > delivered`) whenever something may have
- * been appended: a notification (`f:md5(session):lastSeq`, sent by the append's transaction and
- * delivered only after it committed), a reconnect of the LISTEN connection (notifications sent
+ * been appended: a notification (on the session's channel, `notificationChannel(schema, 'f',
+ * session)`, with the last seq as payload, sent by the append's transaction and delivered only
+ * after it committed, and only to a store that LISTENs on it: one with a subscriber of the session), a reconnect of the LISTEN connection (notifications sent
  * while it was down are lost), or an append of this store. So a notification that arrives before,
  * during or after a read, twice or never, changes only when a fact is delivered, never whether,
  * and each fact is delivered once, in `seq` order.
@@ -32,7 +32,7 @@ const maxRetryMs = 2_000;
  * is noticed at the next read, which checks that the fact delivered last is still there (its id
  * at its seq, one index lookup beside the read): when it is not, the watcher starts again at 0.
  *
- *   subscribe(session):            LISTEN is active → delivered = the session's last seq
+ *   subscribe(session):            LISTEN on its channel is active → delivered = its last seq
  *   notification / reconnect:      read facts with seq > delivered → publish → delivered = last
  *   this store appended s..e:      s = delivered + 1 → publish at once; else read as above
  */
@@ -120,7 +120,7 @@ class SessionWatcher {
   constructor(sessionId: string, sources: SubscriptionSources) {
     this.#sessionId = sessionId;
     this.#sources = sources;
-    this.#stopListening = sources.notifications.listen('f', md5(sessionId), (detail) => {
+    this.#stopListening = sources.notifications.listen('f', sessionId, (detail) => {
       this.#announced = Math.max(this.#announced, Number(detail) || 0);
       this.#catchUp();
     });
@@ -171,7 +171,7 @@ class SessionWatcher {
   async #start(): Promise<void> {
     try {
       // LISTEN first: every append that commits after the read below is also notified.
-      await this.#sources.notifications.ready();
+      await this.#sources.notifications.ready('f', this.#sessionId);
       const generation = this.#generation;
       const lastFact = await this.#sources.lastFact(this.#sessionId);
       if (this.#delivered === undefined && generation === this.#generation) {
