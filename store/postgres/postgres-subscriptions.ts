@@ -5,8 +5,10 @@ import type { PostgresNotifications } from './postgres-notifications.ts';
 interface SubscriptionSources {
   notifications: PostgresNotifications;
   listeners: FactListeners;
-  /** The session's last seq now (0 when it has no fact). */
-  lastSeq: (sessionId: string) => Promise<number>;
+  /** The session's last seq now (0 when it has no fact) and that fact's id. */
+  lastFact: (sessionId: string) => Promise<{ seq: number; id: string | undefined }>;
+  /** The id of the session's fact at `seq`, `undefined` when it has none there. */
+  factId: (sessionId: string, seq: number) => Promise<string | undefined>;
   /** The session's facts from `fromSeq` on; throws rather than return a shortened log. */
   read: (sessionId: string, fromSeq: number) => Promise<Fact[]>;
 }
@@ -23,6 +25,12 @@ const maxRetryMs = 2_000;
  * while it was down are lost), or an append of this store. So a notification that arrives before,
  * during or after a read, twice or never, changes only when a fact is delivered, never whether,
  * and each fact is delivered once, in `seq` order.
+ *
+ * A subscription follows the session id across a purge, as memoryStore's and lowdbStore's do:
+ * when the session is removed and started again, its listeners get the new session's facts from
+ * seq 1. A removal by this store restarts the watcher at once (`removed`); one by another process
+ * is noticed at the next read, which checks that the fact delivered last is still there (its id
+ * at its seq, one index lookup beside the read): when it is not, the watcher starts again at 0.
  *
  *   subscribe(session):            LISTEN on its channel is active → delivered = its last seq
  *   notification / reconnect:      read facts with seq > delivered → publish → delivered = last
@@ -72,6 +80,14 @@ export class FactSubscriptions {
     return this.#watchers.get(sessionId)?.appended(facts) ?? Promise.resolve();
   }
 
+  /**
+   * The session was removed by this store (a purge, committed): its watcher starts again at seq
+   * 0, so a session started again under the id is delivered from seq 1.
+   */
+  removed(sessionId: string): void {
+    this.#watchers.get(sessionId)?.restart();
+  }
+
   /** Stops every watcher (the store closed). */
   close(): void {
     for (const watcher of this.#watchers.values()) watcher.stop();
@@ -89,6 +105,10 @@ class SessionWatcher {
   readonly #waiters: { seq: number; resolve: () => void }[] = [];
   /** The last seq the listeners got; `undefined` until the starting point is known. */
   #delivered: number | undefined;
+  /** The id of the fact at `#delivered` (`undefined`: none yet, or not known). */
+  #deliveredId: string | undefined;
+  /** Counts restarts: a read begun before one is not published. */
+  #generation = 0;
   /** The highest seq a notification announced. */
   #announced = 0;
   #reading = false;
@@ -114,18 +134,30 @@ class SessionWatcher {
     if (first === undefined || last === undefined || this.#stopped) return Promise.resolve();
     // Without a starting point (the database was unreachable when subscribing), start here.
     this.#delivered ??= first.seq - 1;
-    if (last.seq <= this.#delivered) return Promise.resolve();
+    // Delivered already by a read, when its last fact is the one delivered last; anything else
+    // at or below that seq is a session purged and started again: a read sorts it out.
+    if (last.seq === this.#delivered && last.id === this.#deliveredId) return Promise.resolve();
     if (first.seq === this.#delivered + 1) {
       this.#publish(facts);
       return Promise.resolve();
     }
-    // Another process appended in between: read the gap, then these.
+    // Another process appended in between (or purged): read the gap, then these.
     this.#announced = Math.max(this.#announced, last.seq);
     const delivered = new Promise<void>((resolve) => {
       this.#waiters.push({ seq: last.seq, resolve });
     });
     this.#catchUp();
     return delivered;
+  }
+
+  /** Starts again at seq 0 (the session was removed); a read under way is not published. */
+  restart(): void {
+    this.#generation += 1;
+    this.#announced = 0;
+    if (this.#delivered === undefined) return;
+    this.#delivered = 0;
+    this.#deliveredId = undefined;
+    this.#catchUp();
   }
 
   stop(): void {
@@ -140,8 +172,13 @@ class SessionWatcher {
     try {
       // LISTEN first: every append that commits after the read below is also notified.
       await this.#sources.notifications.ready('f', this.#sessionId);
-      const lastSeq = await this.#sources.lastSeq(this.#sessionId);
-      this.#delivered ??= lastSeq;
+      const generation = this.#generation;
+      const lastFact = await this.#sources.lastFact(this.#sessionId);
+      if (this.#delivered === undefined && generation === this.#generation) {
+        this.#delivered = lastFact.seq;
+        this.#deliveredId = lastFact.id;
+      }
+      this.#delivered ??= 0;
       this.#catchUp();
     } catch {
       this.#retry(() => this.#start());
@@ -164,9 +201,24 @@ class SessionWatcher {
     try {
       do {
         this.#again = false;
-        const from = (this.#delivered ?? 0) + 1;
-        const facts = await this.#sources.read(this.#sessionId, from);
+        const generation = this.#generation;
+        const delivered = this.#delivered ?? 0;
+        const deliveredId = this.#deliveredId;
+        const [facts, heldId] = await Promise.all([
+          this.#sources.read(this.#sessionId, delivered + 1),
+          deliveredId === undefined ? undefined : this.#sources.factId(this.#sessionId, delivered),
+        ]);
         if (this.#stopped) return;
+        if (generation !== this.#generation) {
+          this.#again = true;
+          continue;
+        }
+        if (deliveredId !== undefined && heldId !== deliveredId && this.#delivered === delivered) {
+          // The fact delivered last is gone: the session was purged (and perhaps started again).
+          this.restart();
+          this.#again = true;
+          continue;
+        }
         // An append of this store may have delivered some of them meanwhile.
         this.#publish(facts.filter((fact) => fact.seq > (this.#delivered ?? 0)));
         if (!this.#again && (this.#delivered ?? 0) < this.#announced) {
@@ -176,6 +228,8 @@ class SessionWatcher {
         }
       } while (this.#again && !this.#stopped);
       this.#retryMs = firstRetryMs;
+      // An append of this store found delivered already (or purged) waited for this read.
+      this.#resolveWaiters(this.#delivered ?? 0);
     } catch {
       // Do not keep an append waiting on a database it cannot reach; read again later.
       this.#resolveWaiters(Number.POSITIVE_INFINITY);
@@ -187,6 +241,7 @@ class SessionWatcher {
     const last = facts.at(-1);
     if (last === undefined) return;
     this.#delivered = last.seq;
+    this.#deliveredId = last.id;
     this.#sources.listeners.publish(this.#sessionId, facts);
     this.#resolveWaiters(last.seq);
   }
