@@ -197,8 +197,13 @@ class PostgresEventStore implements PostgresStore {
         });
       }
       // Subscribers of this store have the facts before the append resolves.
+      const watched = this.#subscriptions.watches(sessionId);
       await this.#subscriptions.appended(sessionId, result.appended);
-      return { appended: result.appended.map(cloneJson), lastSeq: result.lastSeq };
+      // The facts are this call's own (copied when checked, sequenced here, held by nothing of
+      // the store once written): copied again only when this store's subscribers had them too.
+      // A worker driving its runs subscribes to none of them (issue 26: a copy per fact per step).
+      const appended = watched ? result.appended.map(cloneJson) : result.appended;
+      return { appended, lastSeq: result.lastSeq };
     });
   }
 

@@ -75,6 +75,11 @@ export class FactSubscriptions {
     return this.#watchers.get(sessionId)?.started ?? Promise.resolve();
   }
 
+  /** True while the session has a subscriber in this store. */
+  watches(sessionId: string): boolean {
+    return this.#watchers.has(sessionId);
+  }
+
   /** Delivers facts this store just appended; resolves once they were delivered (or could not be). */
   appended(sessionId: string, facts: readonly Fact[]): Promise<void> {
     return this.#watchers.get(sessionId)?.appended(facts) ?? Promise.resolve();
