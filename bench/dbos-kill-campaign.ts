@@ -261,7 +261,7 @@ async function count(
  * another `tool.indeterminate`): how many, how its `reconcile` last answered, whether it waited
  * for a person and, if so, whether it had run (`executions`: its ledger rows).
  */
-function tallyCalls(facts: readonly Fact[], executions: (callId: string) => number) {
+export function tallyCalls(facts: readonly Fact[], executions: (callId: string) => number) {
   const cut = new Set<string>();
   const person = new Set<string>();
   const answers = new Map<string, string>();

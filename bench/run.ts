@@ -2,11 +2,12 @@
 // Pick some by name: npm run bench -- overhead log-size
 // Names: adapter, store, overhead, telemetry, postgres-store, workers, session-length, log-size,
 // rehydration, parked-memory, live-replay, deploy-check, retention, open-runs, dbos,
-// million-parked.
+// million-parked, large-output-lease.
 import { loadavg } from 'node:os';
 import { adapterTable, benchAdapter } from './adapter.ts';
 import { benchDbosPerStep, dbosPerStepTable } from './dbos-per-step.ts';
 import { benchDeployCheck, deployCheckTable } from './deploy-check.ts';
+import { benchLargeOutputLease, largeOutputLeaseTable } from './large-output-lease.ts';
 import { benchLiveReplay, liveReplayTable } from './live-replay-memory.ts';
 import { benchLogSize, logSizeTable } from './log-size.ts';
 import { describeMachine } from './machine.ts';
@@ -66,6 +67,8 @@ const benchmarks: Record<string, () => Promise<BenchTable | BenchTable[]>> = {
   retention: async () => retentionTable(await benchRetention()),
   // A worker against 1,000 and 1,000,000 parked runs in one database (issue 26, item 5).
   'million-parked': async () => millionTable(await benchMillionParked()),
+  // A 50 MB tool output under a 1 s and a 3 s lease, renewed from the loop and from the thread (issue 26, defect 5).
+  'large-output-lease': async () => largeOutputLeaseTable(await benchLargeOutputLease()),
 };
 
 const requested = process.argv.slice(2);

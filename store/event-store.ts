@@ -26,7 +26,9 @@ export interface EventStore {
   read(sessionId: string, options?: { fromSeq?: number }): Promise<Fact[]>;
   /**
    * Calls `listener` with each fact appended to the session after this call, in `seq` order,
-   * once each. Returns the unsubscribe function.
+   * once each. Returns the unsubscribe function. It follows the session id: when the session is
+   * purged (`purgeSessions`) and started again under the same id, the listener gets the new
+   * session's facts from seq 1 on, whichever process purged it.
    */
   subscribe(sessionId: string, listener: (fact: Fact) => void): () => void;
   /**

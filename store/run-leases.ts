@@ -86,7 +86,9 @@ export interface RunLeases {
   /**
    * Takes over up to `limit` (default 10) runs whose lease expired (their worker died, hangs or
    * was cut off) or was handed over, oldest expiry first, each with `epoch` + 1. Two workers
-   * calling it at once never get the same run. Runs that ended are never taken.
+   * calling it at once never get the same run. Runs that ended are never taken. A lease of
+   * `workerId`'s own is taken only once it has been expired for `leaseMs`: a worker that could
+   * not renew in time leaves its runs to the others first.
    */
   takeOverExpiredLeases(options: {
     workerId: string;

@@ -1,12 +1,12 @@
 import type { Fact } from '../../events/facts.ts';
 import {
   isConnectionError,
-  md5,
   onConnection,
   type PgPool,
   type PgQueryable,
   type PostgresSchema,
 } from './postgres-connection.ts';
+import { notificationChannel } from './postgres-notifications.ts';
 
 /**
  * One session's part of a write through `append_facts` (the function of migration 3): the facts
@@ -36,14 +36,22 @@ export async function writeParts(
   /** Per part, its facts' JSON (`JSON.stringify`), when the caller has it already. */
   bodies: readonly (readonly string[])[] = parts.map(factBodies),
 ): Promise<boolean[]> {
+  // Each written part notifies its session's channel (the function's one channel is the
+  // schema's, which nobody LISTENs on since issue 26: its parts carry no payload for it).
   const { rows } = await client.query(
-    `SELECT ${schema.sql}.append_facts($1::jsonb, $2::text, $3::text) AS written`,
+    `SELECT written, (SELECT count(pg_notify(channel, last_seq))
+       FROM unnest(written, $4::text[], $5::text[]) AS part(stored, channel, last_seq)
+       WHERE stored) AS notified
+     FROM (SELECT ${schema.sql}.append_facts($1::jsonb, $2::text, $3::text) AS written) AS appended`,
     appendParameters(schema, parts, bodies),
   );
   return (rows[0]?.written as boolean[] | undefined) ?? [];
 }
 
-/** `append_facts`' three parameters: the parts (small, jsonb), the bodies (one text), the channel. */
+/**
+ * `append_facts`' three parameters — the parts (small, jsonb), the bodies (one text), the channel
+ * — and per part its session's notification channel and payload (its last seq).
+ */
 function appendParameters(
   schema: PostgresSchema,
   parts: readonly AppendPart[],
@@ -56,7 +64,6 @@ function appendParameters(
       e: part.lastSeq,
       l: lastSeq,
       ...(part.checked && { w: true }),
-      p: `f:${md5(part.sessionId)}:${lastSeq}`,
       r: [...part.tokens].map(([runId, { workerId, epoch }]) =>
         workerId === undefined || epoch === undefined
           ? [runId, null, null]
@@ -74,7 +81,9 @@ function appendParameters(
     };
   });
   // U+0001 is never in JSON.stringify's output (it escapes every control character).
-  return [JSON.stringify(meta), bodies.flat().join('\u0001'), schema.channel];
+  const channels = parts.map((part) => notificationChannel(schema, 'f', part.sessionId));
+  const lastSeqs = meta.map((part) => String(part.l));
+  return [JSON.stringify(meta), bodies.flat().join('\u0001'), schema.channel, channels, lastSeqs];
 }
 
 /** A part's facts as the JSON text stored in the `body` column. */

@@ -1,11 +1,10 @@
 import type { InboxItem } from '../run-inbox.ts';
-import { md5 } from './postgres-connection.ts';
 import type { PostgresNotifications } from './postgres-notifications.ts';
 
 /**
  * One `subscribeInbox` of `postgresStore`: hands each pending request of a session to the
  * listener once, oldest first. It reads the pending rows once LISTEN is active, and again on each
- * post notification (`i:md5(session)`) and each reconnect, so a missed notification only delays
+ * post notification (on the session's inbox channel, `notificationChannel(schema, 'i', session)`) and each reconnect, so a missed notification only delays
  * a delivery. One read at a time; a wake-up during a read makes it read once more.
  */
 export class InboxSubscription {
@@ -17,6 +16,7 @@ export class InboxSubscription {
   readonly #delivered = new Set<string>();
   readonly #stopListening: () => void;
   readonly #stopReconnect: () => void;
+  readonly #sessionId: string;
   #active = true;
   #reading: Promise<void> | undefined;
   #again = false;
@@ -32,9 +32,8 @@ export class InboxSubscription {
     this.#notifications = options.notifications;
     this.#readPending = options.readPending;
     this.#isClosed = options.isClosed;
-    this.#stopListening = this.#notifications.listen('i', md5(options.sessionId), () =>
-      this.#catchUp(),
-    );
+    this.#sessionId = options.sessionId;
+    this.#stopListening = this.#notifications.listen('i', options.sessionId, () => this.#catchUp());
     this.#stopReconnect = this.#notifications.onReconnect(() => this.#catchUp());
     this.#catchUp();
   }
@@ -53,7 +52,7 @@ export class InboxSubscription {
       return;
     }
     this.#reading = this.#notifications
-      .ready()
+      .ready('i', this.#sessionId)
       .then(() => this.#deliverPending())
       .catch(() => {
         // The next notification or reconnect reads again.

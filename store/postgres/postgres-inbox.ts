@@ -19,7 +19,7 @@ import {
 } from './postgres-connection.ts';
 import { InboxSubscription } from './postgres-inbox-subscription.ts';
 import { leaseColumns, leaseStateOf } from './postgres-leases.ts';
-import type { PostgresNotifications } from './postgres-notifications.ts';
+import { notificationChannel, type PostgresNotifications } from './postgres-notifications.ts';
 import { OutcomeWait } from './postgres-outcome-wait.ts';
 
 const kinds = new Set(['decide', 'steer', 'stop']);
@@ -44,7 +44,8 @@ type SettleOutcome =
 
 /**
  * The inbox operations of `postgresStore` (see `RunInbox`): a row per request, a notification
- * per post (`i:md5(session)`) and per settlement (`o:md5(id)`), and catch-up reads, so a missed
+ * per post (on the session's inbox channel) and per settlement (on the request's channel,
+ * `notificationChannel`), and catch-up reads, so a missed
  * notification only delays a delivery until the next one or the next reconnect.
  */
 export class PostgresInbox implements RunInbox {
@@ -129,7 +130,7 @@ export class PostgresInbox implements RunInbox {
         `UPDATE ${this.#table} SET outcome = $2::json, settled_at = clock_timestamp() WHERE id = $1`,
         [id, JSON.stringify(outcome)],
       );
-      await client.query(`SELECT pg_notify($1, 'o:' || md5($2))`, [this.#schema.channel, id]);
+      await client.query(`SELECT pg_notify($1, '')`, [notificationChannel(this.#schema, 'o', id)]);
       return outcome;
     });
   }
@@ -154,8 +155,16 @@ export class PostgresInbox implements RunInbox {
          VALUES ($1, $2, $3, $4, $5::json, $6)
          ON CONFLICT (id) DO NOTHING RETURNING id
        )
-       SELECT EXISTS (SELECT 1 FROM posted) AS posted, pg_notify($7, 'i:' || md5($2))`,
-      [id, sessionId, runId, kind, inputText, postedBy, this.#schema.channel],
+       SELECT EXISTS (SELECT 1 FROM posted) AS posted, pg_notify($7, '')`,
+      [
+        id,
+        sessionId,
+        runId,
+        kind,
+        inputText,
+        postedBy,
+        notificationChannel(this.#schema, 'i', sessionId),
+      ],
     );
     return rows[0]?.posted === true;
   }

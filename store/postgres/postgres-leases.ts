@@ -107,12 +107,20 @@ function until(parameter: string): string {
  * alone it made the scan read every held lease when fewer than `limit` had expired (issue 26,
  * item 5). Both are kept: a lease is taken only when it expired by the clock of the moment too.
  * SKIP LOCKED: two workers scanning at once take different runs instead of queueing.
+ *
+ * A worker does not take back a lease of its own until it has been expired for `leaseMs`: a
+ * worker that could not renew in time (starved, cut off, its loop blocked) leaves its runs to the
+ * others, which scan every `leaseMs / 4`, instead of taking each back at once, re-sending its
+ * request, and lapsing again (issue 26, defect 5: three times, then the run ended
+ * `failed/interrupted`). Alone, it takes them back then.
  */
 export function takeOverStatement(table: string): string {
   return `WITH expired AS (
        SELECT session_id, run_id FROM ${table}
        WHERE worker_id IS NOT NULL AND expires_at <= statement_timestamp()
          AND expires_at <= clock_timestamp()
+         AND (worker_id <> $1
+              OR expires_at <= statement_timestamp() - make_interval(secs => $2::float8 / 1000))
        ORDER BY expires_at
        LIMIT $3
        FOR UPDATE SKIP LOCKED

@@ -10,7 +10,9 @@ import { StoreOpenError } from './postgres-errors.ts';
  * stored, no run ended, each run's lease as its facts' token says, `live` judged as of the
  * statement's arrival — and only where it holds (or the part says `w`: the exact path checked it
  * under these locks already) the facts, `last_seq`, the runs index, the release of ended runs'
- * leases, and the part's notification (sent only once committed). Returns per part whether it
+ * leases, and the part's notification (sent only once committed; the store sends no payload `p`
+ * since issue 26, item 3: `writeParts` notifies each written part's session channel in the
+ * statement that calls this function). Returns per part whether it
  * wrote. The parts are jsonb (small); the bodies one text parameter, the facts' JSON joined by
  * U+0001 (never in `JSON.stringify`'s output): each body is parsed once, as it is stored.
  */

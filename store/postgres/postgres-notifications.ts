@@ -1,4 +1,4 @@
-import type { PgPoolClient } from './postgres-connection.ts';
+import { md5, type PgPoolClient, type PostgresSchema } from './postgres-connection.ts';
 
 /** Notification kinds: facts appended, an inbox request posted, an inbox request settled. */
 export type NotificationKind = 'f' | 'i' | 'o';
@@ -7,50 +7,89 @@ const firstRetryMs = 50;
 const maxRetryMs = 2_000;
 
 /**
- * The store's LISTEN connection: one pooled connection held for LISTEN on the schema's channel,
- * dispatching each payload `kind:key:detail` to the handlers of `kind:key`. When the connection
- * drops it reconnects (backing off up to 2 s) and then calls the reconnect handlers: the
- * notifications sent meanwhile are lost, so every consumer catches up by reading.
+ * The channel of one key's notifications of one kind: the schema's channel, the kind, and the
+ * first 30 hex digits of the key's MD5 (63 bytes, PostgreSQL's longest name). A channel per
+ * session (facts `f`, inbox posts `i`) or per request (settlements `o`), so a store receives the
+ * notifications of what it listens to and none of the others: every append's notification went
+ * to every worker when the schema had one channel (issue 26, item 3). Two keys sharing a channel
+ * would only wake each other's readers.
+ */
+export function notificationChannel(
+  schema: PostgresSchema,
+  kind: NotificationKind,
+  key: string,
+): string {
+  return `${schema.channel}${kind}${md5(key).slice(0, 30)}`;
+}
+
+/** One channel's handlers, and its LISTEN on the current connection (unset until sent). */
+interface Channel {
+  handlers: Set<(detail: string) => void>;
+  listened: Promise<void> | undefined;
+}
+
+/**
+ * The store's LISTEN connection: one pooled connection, LISTENing on the channel of each key that
+ * has a handler (`notificationChannel`) from the first `ready` of it until its last handler is
+ * removed, and dispatching each payload (the detail) to the handlers of its channel. When the
+ * connection drops it reconnects (backing off up to 2 s), LISTENs on every channel again, and
+ * then calls the reconnect handlers: the notifications sent meanwhile are lost, so every
+ * consumer catches up by reading.
  */
 export class PostgresNotifications {
   readonly #connectClient: () => Promise<PgPoolClient>;
-  readonly #channel: string;
-  readonly #handlers = new Map<string, Set<(detail: string) => void>>();
+  readonly #schema: PostgresSchema;
+  readonly #channels = new Map<string, Channel>();
   readonly #reconnectHandlers = new Set<() => void>();
-  #client: PgPoolClient | undefined;
-  #connecting: Promise<void> | undefined;
+  #listener: Listener | undefined;
+  #connecting: Promise<Listener> | undefined;
   #retryMs = firstRetryMs;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
 
-  constructor(options: { connect: () => Promise<PgPoolClient>; channel: string }) {
+  constructor(options: { connect: () => Promise<PgPoolClient>; schema: PostgresSchema }) {
     this.#connectClient = options.connect;
-    this.#channel = options.channel;
+    this.#schema = options.schema;
   }
 
-  /** Resolves once LISTEN is active: every notification committed after that is delivered. */
-  ready(): Promise<void> {
-    if (this.#client !== undefined) return Promise.resolve();
-    this.#connecting ??= this.#connect().finally(() => {
-      this.#connecting = undefined;
-    });
-    return this.#connecting;
-  }
-
-  /** Calls `handler` with the detail of each `kind:key:detail` notification; returns its remover. */
-  listen(kind: NotificationKind, key: string, handler: (detail: string) => void): () => void {
-    const name = `${kind}:${key}`;
-    let handlers = this.#handlers.get(name);
-    if (handlers === undefined) {
-      handlers = new Set();
-      this.#handlers.set(name, handlers);
+  /**
+   * Resolves once the key's channel is LISTENed on (call it after `listen`): every notification
+   * of the key committed after that is delivered.
+   */
+  async ready(kind: NotificationKind, key: string): Promise<void> {
+    const name = notificationChannel(this.#schema, kind, key);
+    const listener = this.#listener ?? (await this.#connected());
+    const channel = this.#channels.get(name);
+    if (channel === undefined) return;
+    if (channel.listened === undefined) {
+      const listened = listener.send([`LISTEN "${name}"`]);
+      channel.listened = listened;
+      // A LISTEN refused (not a dropped connection, which resets every channel): send it again.
+      listened.catch(() => {
+        if (channel.listened === listened) channel.listened = undefined;
+      });
     }
+    await channel.listened;
+  }
+
+  /** Calls `handler` with the detail of each notification of the key; returns its remover. */
+  listen(kind: NotificationKind, key: string, handler: (detail: string) => void): () => void {
+    const name = notificationChannel(this.#schema, kind, key);
+    let channel = this.#channels.get(name);
+    if (channel === undefined) {
+      channel = { handlers: new Set(), listened: undefined };
+      this.#channels.set(name, channel);
+    }
+    const added = channel;
     const entry = (detail: string) => handler(detail);
-    handlers.add(entry);
+    added.handlers.add(entry);
     return () => {
-      const current = this.#handlers.get(name);
-      current?.delete(entry);
-      if (current?.size === 0) this.#handlers.delete(name);
+      if (!added.handlers.delete(entry) || added.handlers.size > 0) return;
+      if (this.#channels.get(name) === added) this.#channels.delete(name);
+      // After a LISTEN sent on this connection (a new one LISTENs only on the channels left).
+      if (added.listened !== undefined && this.#listener !== undefined) {
+        this.#listener.send([`UNLISTEN "${name}"`]).catch(() => {});
+      }
     };
   }
 
@@ -66,49 +105,66 @@ export class PostgresNotifications {
     this.#closed = true;
     clearTimeout(this.#retryTimer);
     await this.#connecting?.catch(() => {});
-    const client = this.#client;
-    this.#client = undefined;
-    if (client === undefined) return;
+    const listener = this.#listener;
+    this.#listener = undefined;
+    if (listener === undefined) return;
     // UNLISTEN before the connection goes back to a pool that may be the caller's.
-    const failed = await client.query('UNLISTEN *').then(
+    const failed = await listener.send(['UNLISTEN *']).then(
       () => undefined,
       (error: Error) => error,
     );
-    client.release(failed);
+    listener.client.release(failed);
   }
 
-  async #connect(): Promise<void> {
+  /** The LISTEN connection, opened (LISTENing on every channel so far) when there is none. */
+  #connected(): Promise<Listener> {
+    if (this.#listener !== undefined) return Promise.resolve(this.#listener);
+    this.#connecting ??= this.#connect().finally(() => {
+      this.#connecting = undefined;
+    });
+    return this.#connecting;
+  }
+
+  async #connect(): Promise<Listener> {
     const client = await this.#connectClient();
     if (this.#closed) {
       client.release();
-      return;
+      throw new Error('the store closed while its LISTEN connection opened');
     }
-    client.on('notification', (message) => {
-      if (message.channel === this.#channel) this.#dispatch(message.payload ?? '');
-    });
+    client.on('notification', (message) => this.#dispatch(message.channel, message.payload));
     client.on('error', (error) => this.#drop(client, error));
     client.on('end', () => this.#drop(client, new Error('the LISTEN connection ended')));
+    // Every channel so far in one statement; a channel added meanwhile LISTENs in its `ready`.
+    const names = [...this.#channels.keys()];
+    const listener = new Listener(client);
+    const listened = listener.send(names.map((name) => `LISTEN "${name}"`));
+    for (const name of names) (this.#channels.get(name) as Channel).listened = listened;
     try {
-      await client.query(`LISTEN "${this.#channel}"`);
+      await listened;
     } catch (error) {
+      for (const channel of this.#channels.values())
+        if (channel.listened === listened) channel.listened = undefined;
       client.release(error as Error);
       throw error;
     }
-    this.#client = client;
+    this.#listener = listener;
     this.#retryMs = firstRetryMs;
+    // A channel whose last handler went while the LISTEN was in flight: nobody listens to it.
+    const gone = names.filter((name) => this.#channels.get(name)?.listened !== listened);
+    listener.send(gone.map((name) => `UNLISTEN "${name}"`)).catch(() => {});
+    return listener;
   }
 
-  #dispatch(payload: string): void {
-    const [kind, key, ...rest] = payload.split(':');
-    const handlers = this.#handlers.get(`${kind}:${key}`);
-    if (handlers === undefined) return;
-    const detail = rest.join(':');
-    for (const handler of [...handlers]) handler(detail);
+  #dispatch(name: string, payload: string | undefined): void {
+    const channel = this.#channels.get(name);
+    if (channel === undefined) return;
+    for (const handler of [...channel.handlers]) handler(payload ?? '');
   }
 
   #drop(client: PgPoolClient, error: Error): void {
-    if (this.#client !== client) return;
-    this.#client = undefined;
+    if (this.#listener?.client !== client) return;
+    this.#listener = undefined;
+    for (const channel of this.#channels.values()) channel.listened = undefined;
     client.release(error);
     this.#scheduleReconnect();
   }
@@ -119,7 +175,7 @@ export class PostgresNotifications {
     this.#retryMs = Math.min(this.#retryMs * 2, maxRetryMs);
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = undefined;
-      this.ready().then(
+      this.#connected().then(
         () => {
           for (const handler of [...this.#reconnectHandlers]) handler();
         },
@@ -127,5 +183,47 @@ export class PostgresNotifications {
       );
     }, delay);
     this.#retryTimer.unref();
+  }
+}
+
+/**
+ * The LISTEN connection and its statements (LISTEN, UNLISTEN), one query at a time: those asked
+ * for while one is in flight go together in the next (a worker taking 64 runs at once LISTENs on
+ * their inboxes in a few round trips, not 64).
+ */
+class Listener {
+  readonly client: PgPoolClient;
+  #waiting: { statements: readonly string[]; done: (error: Error | undefined) => void }[] = [];
+  #sending = false;
+
+  constructor(client: PgPoolClient) {
+    this.client = client;
+  }
+
+  /** Resolves once the statements ran; rejects when their query failed. None: resolved. */
+  send(statements: readonly string[]): Promise<void> {
+    if (statements.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({
+        statements,
+        done: (error) => (error === undefined ? resolve() : reject(error)),
+      });
+      if (!this.#sending) void this.#sendWaiting();
+    });
+  }
+
+  async #sendWaiting(): Promise<void> {
+    this.#sending = true;
+    while (this.#waiting.length > 0) {
+      const batch = this.#waiting.splice(0);
+      const error = await this.client
+        .query(batch.flatMap((entry) => entry.statements).join('; '))
+        .then(
+          () => undefined,
+          (failed: Error) => failed,
+        );
+      for (const entry of batch) entry.done(error);
+    }
+    this.#sending = false;
   }
 }

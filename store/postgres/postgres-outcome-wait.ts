@@ -1,11 +1,10 @@
 import { StoreInputError } from '../event-store.ts';
 import type { InboxItem, InboxOutcome } from '../run-inbox.ts';
-import { md5 } from './postgres-connection.ts';
 import type { PostgresNotifications } from './postgres-notifications.ts';
 
 /**
  * One `waitForInboxOutcome` of `postgresStore`: reads the request once LISTEN is active, and
- * again on each settlement notification (`o:md5(id)`) and each reconnect, until it is settled;
+ * again on each settlement notification (on the request's channel, `notificationChannel(schema, 'o', id)`) and each reconnect, until it is settled;
  * a failed read waits for the next of them. It ends early when the signal aborts or the store
  * closes (`close`), and then stops listening like a settled one.
  */
@@ -41,14 +40,14 @@ export class OutcomeWait {
     this.#signal = signal;
     this.#waits = options.waits;
     this.#waits.add(this);
-    this.#stopListening = notifications.listen('o', md5(id), () => this.#check());
+    this.#stopListening = notifications.listen('o', id, () => this.#check());
     this.#stopReconnect = notifications.onReconnect(() => this.#check());
     if (signal?.aborted) {
       this.#onAbort();
       return;
     }
     signal?.addEventListener('abort', this.#onAbort, { once: true });
-    notifications.ready().then(
+    notifications.ready('o', id).then(
       () => this.#check(),
       (error: unknown) => this.#fail(error),
     );

@@ -131,17 +131,27 @@ class PostgresEventStore implements PostgresStore {
     this.#listeners = new FactListeners({ onListenerError: options.onListenerError });
     this.#notifications = new PostgresNotifications({
       connect: () => this.#pool.connect(),
-      channel: this.#schema.channel,
+      schema: this.#schema,
     });
     this.#subscriptions = new FactSubscriptions({
       notifications: this.#notifications,
       listeners: this.#listeners,
-      lastSeq: async (sessionId) => {
+      lastFact: async (sessionId) => {
         const { rows } = await this.#pool.query(
-          `SELECT last_seq FROM ${this.#schema.sql}.sessions WHERE session_id = $1`,
+          `SELECT s.last_seq, f.id FROM ${this.#schema.sql}.sessions s
+           LEFT JOIN ${this.#schema.sql}.facts f ON f.session_id = s.session_id AND f.seq = s.last_seq
+           WHERE s.session_id = $1`,
           [sessionId],
         );
-        return Number(rows[0]?.last_seq ?? 0);
+        const id = rows[0]?.id;
+        return { seq: Number(rows[0]?.last_seq ?? 0), id: id == null ? undefined : String(id) };
+      },
+      factId: async (sessionId, seq) => {
+        const { rows } = await this.#pool.query(
+          `SELECT id FROM ${this.#schema.sql}.facts WHERE session_id = $1 AND seq = $2`,
+          [sessionId, seq],
+        );
+        return rows[0] === undefined ? undefined : String(rows[0].id);
       },
       read: (sessionId, fromSeq) => this.#read(sessionId, fromSeq),
     });
@@ -187,8 +197,13 @@ class PostgresEventStore implements PostgresStore {
         });
       }
       // Subscribers of this store have the facts before the append resolves.
+      const watched = this.#subscriptions.watches(sessionId);
       await this.#subscriptions.appended(sessionId, result.appended);
-      return { appended: result.appended.map(cloneJson), lastSeq: result.lastSeq };
+      // The facts are this call's own (copied when checked, sequenced here, held by nothing of
+      // the store once written): copied again only when this store's subscribers had them too.
+      // A worker driving its runs subscribes to none of them (issue 26: a copy per fact per step).
+      const appended = watched ? result.appended.map(cloneJson) : result.appended;
+      return { appended, lastSeq: result.lastSeq };
     });
   }
 
@@ -294,6 +309,10 @@ class PostgresEventStore implements PostgresStore {
       removeSessions({ pool: this.#pool, schema: this.#schema, sessions }),
     );
     this.#addFindings(findings);
+    // A subscription follows the id: a session started again is delivered from seq 1.
+    for (const { sessionId, outcome } of outcomes) {
+      if (outcome === 'removed') this.#subscriptions.removed(sessionId);
+    }
     return outcomes;
   }
 

@@ -1,13 +1,14 @@
 import type { Fact } from '../../events/facts.ts';
 import type { FactListeners } from '../fact-listeners.ts';
-import { md5 } from './postgres-connection.ts';
 import type { PostgresNotifications } from './postgres-notifications.ts';
 
 interface SubscriptionSources {
   notifications: PostgresNotifications;
   listeners: FactListeners;
-  /** The session's last seq now (0 when it has no fact). */
-  lastSeq: (sessionId: string) => Promise<number>;
+  /** The session's last seq now (0 when it has no fact) and that fact's id. */
+  lastFact: (sessionId: string) => Promise<{ seq: number; id: string | undefined }>;
+  /** The id of the session's fact at `seq`, `undefined` when it has none there. */
+  factId: (sessionId: string, seq: number) => Promise<string | undefined>;
   /** The session's facts from `fromSeq` on; throws rather than return a shortened log. */
   read: (sessionId: string, fromSeq: number) => Promise<Fact[]>;
 }
@@ -18,13 +19,20 @@ const maxRetryMs = 2_000;
 /**
  * `subscribe` across processes. Per subscribed session, a watcher knows the last `seq` its
  * listeners got and reads the facts after it (`seq > delivered`) whenever something may have
- * been appended: a notification (`f:md5(session):lastSeq`, sent by the append's transaction and
- * delivered only after it committed), a reconnect of the LISTEN connection (notifications sent
+ * been appended: a notification (on the session's channel, `notificationChannel(schema, 'f',
+ * session)`, with the last seq as payload, sent by the append's transaction and delivered only
+ * after it committed, and only to a store that LISTENs on it: one with a subscriber of the session), a reconnect of the LISTEN connection (notifications sent
  * while it was down are lost), or an append of this store. So a notification that arrives before,
  * during or after a read, twice or never, changes only when a fact is delivered, never whether,
  * and each fact is delivered once, in `seq` order.
  *
- *   subscribe(session):            LISTEN is active → delivered = the session's last seq
+ * A subscription follows the session id across a purge, as memoryStore's and lowdbStore's do:
+ * when the session is removed and started again, its listeners get the new session's facts from
+ * seq 1. A removal by this store restarts the watcher at once (`removed`); one by another process
+ * is noticed at the next read, which checks that the fact delivered last is still there (its id
+ * at its seq, one index lookup beside the read): when it is not, the watcher starts again at 0.
+ *
+ *   subscribe(session):            LISTEN on its channel is active → delivered = its last seq
  *   notification / reconnect:      read facts with seq > delivered → publish → delivered = last
  *   this store appended s..e:      s = delivered + 1 → publish at once; else read as above
  */
@@ -67,9 +75,22 @@ export class FactSubscriptions {
     return this.#watchers.get(sessionId)?.started ?? Promise.resolve();
   }
 
+  /** True while the session has a subscriber in this store. */
+  watches(sessionId: string): boolean {
+    return this.#watchers.has(sessionId);
+  }
+
   /** Delivers facts this store just appended; resolves once they were delivered (or could not be). */
   appended(sessionId: string, facts: readonly Fact[]): Promise<void> {
     return this.#watchers.get(sessionId)?.appended(facts) ?? Promise.resolve();
+  }
+
+  /**
+   * The session was removed by this store (a purge, committed): its watcher starts again at seq
+   * 0, so a session started again under the id is delivered from seq 1.
+   */
+  removed(sessionId: string): void {
+    this.#watchers.get(sessionId)?.restart();
   }
 
   /** Stops every watcher (the store closed). */
@@ -89,6 +110,10 @@ class SessionWatcher {
   readonly #waiters: { seq: number; resolve: () => void }[] = [];
   /** The last seq the listeners got; `undefined` until the starting point is known. */
   #delivered: number | undefined;
+  /** The id of the fact at `#delivered` (`undefined`: none yet, or not known). */
+  #deliveredId: string | undefined;
+  /** Counts restarts: a read begun before one is not published. */
+  #generation = 0;
   /** The highest seq a notification announced. */
   #announced = 0;
   #reading = false;
@@ -100,7 +125,7 @@ class SessionWatcher {
   constructor(sessionId: string, sources: SubscriptionSources) {
     this.#sessionId = sessionId;
     this.#sources = sources;
-    this.#stopListening = sources.notifications.listen('f', md5(sessionId), (detail) => {
+    this.#stopListening = sources.notifications.listen('f', sessionId, (detail) => {
       this.#announced = Math.max(this.#announced, Number(detail) || 0);
       this.#catchUp();
     });
@@ -114,18 +139,30 @@ class SessionWatcher {
     if (first === undefined || last === undefined || this.#stopped) return Promise.resolve();
     // Without a starting point (the database was unreachable when subscribing), start here.
     this.#delivered ??= first.seq - 1;
-    if (last.seq <= this.#delivered) return Promise.resolve();
+    // Delivered already by a read, when its last fact is the one delivered last; anything else
+    // at or below that seq is a session purged and started again: a read sorts it out.
+    if (last.seq === this.#delivered && last.id === this.#deliveredId) return Promise.resolve();
     if (first.seq === this.#delivered + 1) {
       this.#publish(facts);
       return Promise.resolve();
     }
-    // Another process appended in between: read the gap, then these.
+    // Another process appended in between (or purged): read the gap, then these.
     this.#announced = Math.max(this.#announced, last.seq);
     const delivered = new Promise<void>((resolve) => {
       this.#waiters.push({ seq: last.seq, resolve });
     });
     this.#catchUp();
     return delivered;
+  }
+
+  /** Starts again at seq 0 (the session was removed); a read under way is not published. */
+  restart(): void {
+    this.#generation += 1;
+    this.#announced = 0;
+    if (this.#delivered === undefined) return;
+    this.#delivered = 0;
+    this.#deliveredId = undefined;
+    this.#catchUp();
   }
 
   stop(): void {
@@ -139,9 +176,14 @@ class SessionWatcher {
   async #start(): Promise<void> {
     try {
       // LISTEN first: every append that commits after the read below is also notified.
-      await this.#sources.notifications.ready();
-      const lastSeq = await this.#sources.lastSeq(this.#sessionId);
-      this.#delivered ??= lastSeq;
+      await this.#sources.notifications.ready('f', this.#sessionId);
+      const generation = this.#generation;
+      const lastFact = await this.#sources.lastFact(this.#sessionId);
+      if (this.#delivered === undefined && generation === this.#generation) {
+        this.#delivered = lastFact.seq;
+        this.#deliveredId = lastFact.id;
+      }
+      this.#delivered ??= 0;
       this.#catchUp();
     } catch {
       this.#retry(() => this.#start());
@@ -164,9 +206,24 @@ class SessionWatcher {
     try {
       do {
         this.#again = false;
-        const from = (this.#delivered ?? 0) + 1;
-        const facts = await this.#sources.read(this.#sessionId, from);
+        const generation = this.#generation;
+        const delivered = this.#delivered ?? 0;
+        const deliveredId = this.#deliveredId;
+        const [facts, heldId] = await Promise.all([
+          this.#sources.read(this.#sessionId, delivered + 1),
+          deliveredId === undefined ? undefined : this.#sources.factId(this.#sessionId, delivered),
+        ]);
         if (this.#stopped) return;
+        if (generation !== this.#generation) {
+          this.#again = true;
+          continue;
+        }
+        if (deliveredId !== undefined && heldId !== deliveredId && this.#delivered === delivered) {
+          // The fact delivered last is gone: the session was purged (and perhaps started again).
+          this.restart();
+          this.#again = true;
+          continue;
+        }
         // An append of this store may have delivered some of them meanwhile.
         this.#publish(facts.filter((fact) => fact.seq > (this.#delivered ?? 0)));
         if (!this.#again && (this.#delivered ?? 0) < this.#announced) {
@@ -176,6 +233,8 @@ class SessionWatcher {
         }
       } while (this.#again && !this.#stopped);
       this.#retryMs = firstRetryMs;
+      // An append of this store found delivered already (or purged) waited for this read.
+      this.#resolveWaiters(this.#delivered ?? 0);
     } catch {
       // Do not keep an append waiting on a database it cannot reach; read again later.
       this.#resolveWaiters(Number.POSITIVE_INFINITY);
@@ -187,6 +246,7 @@ class SessionWatcher {
     const last = facts.at(-1);
     if (last === undefined) return;
     this.#delivered = last.seq;
+    this.#deliveredId = last.id;
     this.#sources.listeners.publish(this.#sessionId, facts);
     this.#resolveWaiters(last.seq);
   }

@@ -143,8 +143,11 @@ describe('the service campaign, 4 workers on PostgreSQL', () => {
         root: workersRoot,
         concurrency: 12,
         deadlineMs,
-        // Tools slow enough, and kills often enough, that kills land on calls under way.
-        toolMs: 120,
+        // Tools slow enough, and kills often enough, that kills land on calls under way. Both
+        // scale with the slowdown: kills come every leaseMs / 8, so tools of a fixed 120 ms were
+        // 16 times less likely to be hit at slowdown 16 (at load 22 a run of the 24 saw 16 kills
+        // and not one takeover: the check below failed).
+        toolMs: scaled(120, slowdown),
         chaosEveryMs: Math.round(leaseMs / 8),
         service: { url: service.url, ledgerFile: service.ledgerFile },
         slowdown,

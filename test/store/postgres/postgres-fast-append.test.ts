@@ -9,12 +9,12 @@ import {
   StoreWriteError,
 } from '../../../store/event-store.ts';
 import {
-  md5,
   type PgPool,
   type PgPoolClient,
   postgresSchema,
 } from '../../../store/postgres/postgres-connection.ts';
 import { appendFacts } from '../../../store/postgres/postgres-facts.ts';
+import { notificationChannel } from '../../../store/postgres/postgres-notifications.ts';
 import type { PostgresStore } from '../../../store/postgres/postgres-store.ts';
 import { LeaseLostError, type RunLease, RunLeasedError } from '../../../store/run-leases.ts';
 import { validateNewFacts } from '../../../store/session-log.ts';
@@ -175,7 +175,7 @@ describe('postgresStore append: one round trip when the session is as its driver
     const messages = c.take();
     expect(messages.map(kind)).toEqual(['fast', 'fast']);
     // One statement each, its own transaction: values as parameters, never in the SQL text.
-    expect(messages.every(({ values }) => values?.length === 3)).toBe(true);
+    expect(messages.every(({ values }) => values?.length === 5)).toBe(true);
     expect(messages.some(({ text }) => text.includes('session_a') || text.includes('run_2'))).toBe(
       false,
     );
@@ -412,7 +412,8 @@ describe('postgresStore append: one round trip when the session is as its driver
     await listener.connect();
     const payloads: string[] = [];
     listener.on('notification', (message) => payloads.push(message.payload ?? ''));
-    await listener.query(`LISTEN "${postgresSchema(f.database.schema).channel}"`);
+    const schema = postgresSchema(f.database.schema);
+    await listener.query(`LISTEN "${notificationChannel(schema, 'f', 'session_a')}"`);
     await f.w1.append('session_a', [a.runStarted('f1', 'run_1')], { expectedSeq: 0 });
     await expect(
       f.w1.append('session_a', [a.steering('f2', 'run_1')], { expectedSeq: 0 }),
@@ -421,12 +422,11 @@ describe('postgresStore append: one round trip when the session is as its driver
     const held = f.w1.append('session_a', [a.steering('f3', 'run_1')], { expectedSeq: 1 });
     await hold.reached();
     await new Promise((resolve) => setTimeout(resolve, 100));
-    const key = md5('session_a');
-    expect(payloads).toEqual([`f:${key}:1`]);
+    expect(payloads).toEqual(['1']);
     await hold.release();
     await held;
     while (payloads.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(payloads).toEqual([`f:${key}:1`, `f:${key}:2`]);
+    expect(payloads).toEqual(['1', '2']);
     await listener.end();
   });
 

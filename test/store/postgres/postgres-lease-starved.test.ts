@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { scriptedModel } from '../../../adapters/scripted-model.ts';
 import type { Fact } from '../../../events/facts.ts';
+import { sequentialIds } from '../../../events/ids.ts';
 import type { Runtime } from '../../../runtime.ts';
 import { defineTool } from '../../../tools/define-tool.ts';
 import { calibrate, scaled } from '../../helpers/calibration.ts';
@@ -21,6 +22,12 @@ function blockEventLoop(ms: number): void {
   while (performance.now() < end) {
     // busy
   }
+}
+
+/** Ids of a worker's own (two runtimes in one test must not both make `fact_1`). */
+function ownIds(worker: string) {
+  const ids = sequentialIds();
+  return (prefix: string) => `${worker}_${ids(prefix)}`;
 }
 
 /** Resolves once the worker's leases are renewed from its thread. */
@@ -84,7 +91,11 @@ describe('leases under a blocked event loop and a large tool output (postgresSto
       };
       const driver = testRuntime(database.open(), { ...options, worker: { id: 'w1', leaseMs } });
       // Another worker scanning for expired leases: a lapse would be a takeover.
-      const other = testRuntime(database.open(), { ...options, worker: { id: 'w2', leaseMs } });
+      const other = testRuntime(database.open(), {
+        ...options,
+        generateId: ownIds('w2'),
+        worker: { id: 'w2', leaseMs },
+      });
       runtimes.push(driver, other);
       expect(driver.worker?.renewal).toBe('loop');
 
@@ -108,4 +119,53 @@ describe('leases under a blocked event loop and a large tool output (postgresSto
     },
     120_000 + 20 * blockMs,
   );
+
+  it('gives up a run whose lease lapsed under a blocked loop (renewal on the loop): the other worker finishes it, the first never takes it back', async () => {
+    // 1.3 leases: the lease lapses under the block (renewed at most a lease before it ends), and
+    // at the block's end has been expired for less than a lease: not yet for its own worker.
+    const shortBlockMs = 1.3 * leaseMs;
+    let executions = 0;
+    const fetchPage = defineTool({
+      description: 'Fetches a page.',
+      inputSchema: z.object({ url: z.string() }),
+      idempotent: true,
+      execute: async () => {
+        executions += 1;
+        if (executions === 1) blockEventLoop(shortBlockMs);
+        return 'a page';
+      },
+    });
+    const model = scriptedModel((request) =>
+      request.prompt.some((message) => message.role === 'tool')
+        ? { text: 'Done.' }
+        : { toolCalls: [{ name: 'fetchPage', input: { url: 'https://example.com' } }] },
+    );
+    const options = { model, tools: { fetchPage } };
+    const starved = testRuntime(database.open(), {
+      ...options,
+      worker: { id: 'w1', leaseMs, renewal: 'loop' },
+    });
+    const other = testRuntime(database.open(), {
+      ...options,
+      generateId: ownIds('w2'),
+      worker: { id: 'w2', leaseMs },
+    });
+    runtimes.push(starved, other);
+
+    const turn = await starved.send({ sessionId: 's1', text: 'fetch the page' });
+    // Its handle follows the run to the worker that took it over.
+    expect(await turn.done).toMatchObject({ status: 'completed', steps: 2 });
+    const facts = await database.open().read('s1');
+    expect(summary(facts)).toEqual({
+      started: 1,
+      steps: 2,
+      recovered: 1,
+      indeterminate: 1,
+      ended: ['completed'],
+      epochs: ['w1/1', 'w2/2'],
+    });
+    // The idempotent call ran again under w2 (its settlement by w1 was refused); no request twice.
+    expect(executions).toBe(2);
+    expect(model.requests).toHaveLength(2);
+  }, 120_000);
 });

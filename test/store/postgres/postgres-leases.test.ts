@@ -119,6 +119,27 @@ describe('postgresStore leases and fencing', () => {
     expect(taken).toMatchObject({ workerId: 'f.w1', epoch: 3 });
   });
 
+  it("leaves a worker's own lapsed lease to the others for leaseMs, and takes it back after", async () => {
+    // Issue 26, defect 5: a worker whose lease lapsed took its own run back at its next scan,
+    // re-sent the request, lapsed again, three times, and the run ended failed/interrupted.
+    const first = await f.acquired(f.w1, 'f.w1', 'run_1');
+    const second = await f.acquired(f.w1, 'f.w1', 'run_2');
+    await f.expire('session_a', 'run_1');
+    await f.admin.query(
+      `UPDATE "${f.database.schema}".leases SET expires_at = clock_timestamp() - interval '61 seconds'
+       WHERE session_id = 'session_a' AND run_id = 'run_2'`,
+    );
+    // run_1 expired a second ago: not for its own worker yet; run_2 a lease ago: taken back.
+    expect(await f.w1.takeOverExpiredLeases({ workerId: 'f.w1', leaseMs })).toMatchObject([
+      { runId: 'run_2', workerId: 'f.w1', epoch: second.epoch + 1 },
+    ]);
+    expect(await f.w1.takeOverExpiredLeases({ workerId: 'f.w1', leaseMs })).toEqual([]);
+    // Any other worker takes run_1 at once.
+    expect(await f.w2.takeOverExpiredLeases({ workerId: 'f.w2', leaseMs })).toMatchObject([
+      { runId: 'run_1', workerId: 'f.w2', epoch: first.epoch + 1 },
+    ]);
+  });
+
   it('releases the lease with run.ended: an ended run is never taken over', async () => {
     const lease = await f.acquired(f.w1, 'f.w1');
     await f.w1.append('session_a', [

@@ -21,7 +21,7 @@ async function twoRuns(store: ReturnType<ReturnType<typeof testSchema>['open']>,
 
 // Retention decides by the log, as openRuns() does: a runs index that lost a row, or marks an
 // unfinished run ended, never gets a session with an open run purged.
-describe('postgresStore retention with a wrong runs index', () => {
+describe('postgresStore retention: a wrong runs index, a subscription across a purge', () => {
   let database: ReturnType<typeof testSchema>;
   let admin: pg.Pool;
 
@@ -80,5 +80,37 @@ describe('postgresStore retention with a wrong runs index', () => {
     for (const id of ['agreed', 'hidden', 'marked']) {
       expect(await purger.read(id)).toHaveLength(3);
     }
+  });
+
+  it('keeps a subscription across a purge by another store: the session started again is delivered from seq 1', async () => {
+    const subscriber = database.open();
+    const seen: string[] = [];
+    subscriber.subscribe('reused', (fact) => seen.push(`${fact.id}@${fact.seq}`));
+    await subscriber.openRuns(); // connected; the subscription starts from the session's seq 0
+    const other = database.open();
+    const facts = storeFacts('reused');
+    await other.append('reused', [
+      facts.runStarted('old_1', 'run_old'),
+      facts.steering('old_2', 'run_old'),
+      facts.runEnded('old_3', 'run_old'),
+    ]);
+    await expect.poll(() => seen).toEqual(['old_1@1', 'old_2@2', 'old_3@3']);
+    expect(await purgeSessions(other, { endedBefore })).toMatchObject({ removed: 1 });
+    // Started again, at once past the seq the subscription delivered last.
+    await other.append('reused', [
+      facts.runStarted('new_1', 'run_new'),
+      facts.steering('new_2', 'run_new'),
+      facts.steering('new_3', 'run_new'),
+      facts.steering('new_4', 'run_new'),
+    ]);
+    const expected = ['old_1@1', 'old_2@2', 'old_3@3', 'new_1@1', 'new_2@2', 'new_3@3', 'new_4@4'];
+    await expect.poll(() => seen).toEqual(expected);
+    // A purge with nothing started again, then a start: seq 1 is delivered too.
+    await other.append('reused', [facts.runEnded('new_5', 'run_new')]);
+    await expect.poll(() => seen.length).toBe(8);
+    expect(await purgeSessions(other, { endedBefore })).toMatchObject({ removed: 1 });
+    await other.append('reused', [facts.runStarted('third_1', 'run_third')]);
+    await expect.poll(() => seen.at(-1)).toBe('third_1@1');
+    expect(seen).toHaveLength(9);
   });
 });

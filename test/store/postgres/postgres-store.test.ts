@@ -6,6 +6,7 @@ import { ConcurrencyError, StoreCorruptionError } from '../../../store/event-sto
 import { postgresSchema, sqlLiteral } from '../../../store/postgres/postgres-connection.ts';
 import { StoreOpenError } from '../../../store/postgres/postgres-errors.ts';
 import { migrations } from '../../../store/postgres/postgres-migrations.ts';
+import { notificationChannel } from '../../../store/postgres/postgres-notifications.ts';
 import { postgresStore } from '../../../store/postgres/postgres-store.ts';
 import { testSchema } from '../../helpers/postgres.ts';
 import { storeFacts } from '../store-facts.ts';
@@ -144,7 +145,7 @@ describe('postgresStore across processes', () => {
     const killed = await admin.query(
       `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
        WHERE query = $1 AND datname = current_database()`,
-      [`LISTEN "${postgresSchema(database.schema).channel}"`],
+      [`LISTEN "${notificationChannel(postgresSchema(database.schema), 'f', 'session_a')}"`],
     );
     expect(killed.rows.map((row) => row.killed)).toEqual([true]);
     // Appended while the watcher has no LISTEN connection: their notifications are lost.
@@ -152,6 +153,68 @@ describe('postgresStore across processes', () => {
     await writer.append('session_a', [a.steering('f4', 'run_1')]);
     await reached(4);
     expect(seen.map((fact) => `${fact.id}@${fact.seq}`)).toEqual(['f1@1', 'f2@2', 'f3@3', 'f4@4']);
+  });
+
+  it("receives the notifications of the sessions and requests it listens to, not every other store's", async () => {
+    // The watcher's own pool, so its connections' notifications can be counted.
+    const pool = new pg.Pool({ connectionString: database.url });
+    const received: string[] = [];
+    pool.on('connect', (client) =>
+      client.on('notification', (message) => received.push(message.channel)),
+    );
+    const watcher = database.open({ pool });
+    const writer = database.open();
+    const b = storeFacts('session_b');
+    const { seen, reached } = collect(watcher);
+    await watcher.read('session_a');
+    // Another session's appends and inbox posts (another worker's runs): none reaches the watcher.
+    await writer.append('session_b', [b.runStarted('g1', 'run_b')]);
+    for (let n = 2; n <= 6; n += 1)
+      await writer.append('session_b', [b.steering(`g${n}`, 'run_b')]);
+    const input = { callId: 'call_1', decision: 'allow' };
+    await writer.postToInbox({
+      id: 'r1',
+      sessionId: 'session_b',
+      runId: 'run_b',
+      kind: 'decide',
+      input,
+      postedBy: 'w2',
+    });
+    await writer.append('session_a', [a.runStarted('f1', 'run_1')]);
+    await writer.append('session_a', [a.steering('f2', 'run_1')]);
+    await reached(2);
+    const channelA = notificationChannel(postgresSchema(database.schema), 'f', 'session_a');
+    expect(received).toEqual([channelA, channelA]);
+    expect(seen.map((fact) => fact.id)).toEqual(['f1', 'f2']);
+    await watcher.close();
+    await pool.end();
+  });
+
+  it('LISTENs on a channel only while it has a subscriber', async () => {
+    const pool = new pg.Pool({ connectionString: database.url });
+    const received: string[] = [];
+    pool.on('connect', (client) =>
+      client.on('notification', (message) => received.push(message.payload ?? '')),
+    );
+    const watcher = database.open({ pool });
+    const writer = database.open();
+    const arrived: Fact[] = [];
+    const unsubscribe = watcher.subscribe('session_a', (fact) => arrived.push(fact));
+    await watcher.read('session_a');
+    await writer.append('session_a', [a.runStarted('f1', 'run_1')]);
+    while (arrived.length < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    unsubscribe();
+    // The UNLISTEN goes on the LISTEN connection; a subscription of another session runs after it.
+    const other = watcher.subscribe('session_c', () => {});
+    await watcher.read('session_c');
+    await writer.append('session_a', [a.steering('f2', 'run_1')]);
+    await writer.append('session_c', [storeFacts('session_c').runStarted('h1', 'run_c')]);
+    while (received.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+    // session_a's second append was not delivered: only its first and session_c's.
+    expect(received).toEqual(['1', '1']);
+    other();
+    await watcher.close();
+    await pool.end();
   });
 
   it('sends any text (quotes, backslashes, SQL) as a literal that reads back as itself', async () => {

@@ -149,6 +149,27 @@ describe.each(storeHarnesses)('$name (retention: purge, archive, import)', ({ na
     expect((await store.read('old_a')).map((fact) => fact.id)).toEqual(['old_a_1', 'old_a_2']);
   });
 
+  it('keeps a subscription across a purge: it gets the facts of the session started again under its id from seq 1', async () => {
+    const seen: string[] = [];
+    store.subscribe('old_a', (fact) => seen.push(`${fact.id}@${fact.seq}`));
+    await seed(store);
+    await expect.poll(() => seen.length).toBe(3);
+    expect(await purgeSessions(store, { endedBefore })).toMatchObject({ removed: 2 });
+    const facts = storeFacts('old_a');
+    await store.append('old_a', [
+      facts.runStarted('again_1', 'run_again'),
+      facts.steering('again_2', 'run_again'),
+    ]);
+    await store.append('old_a', [
+      facts.steering('again_3', 'run_again'),
+      facts.steering('again_4', 'run_again'),
+    ]);
+    const expected = ['old_a_1@1', 'old_a_2@2', 'old_a_3@3'];
+    expected.push('again_1@1', 'again_2@2', 'again_3@3', 'again_4@4');
+    // Every store delivers its own appends before the append resolves.
+    expect(seen).toEqual(expected);
+  });
+
   it('archives each session to one JSON Lines file before removing it, readable into any store', async () => {
     await seed(store);
     const exported = await exportSession(store, 'old_a');
