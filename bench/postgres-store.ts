@@ -175,7 +175,7 @@ export function postgresStoreTable(
       `load average (1, 5, 15 min): ${loads(load.start)} before the rounds, ${loads(load.end)} after`,
       "CPU: this process's user + system time per step, every thread; PostgreSQL's own work runs in its server and is not in it",
       'both sides on the same server and database (TURNLOG_BENCH_PG, else 127.0.0.1:5432/test), each in its own schema, over pg pools of 10',
-      "turnlog commits each append (4 per tool step: 79 for the conversation) in its own transaction before the run moves on; LangGraph writes, per super-step (two per tool step), a checkpoint and the step's pending writes in two transactions on two connections at once (about 83 commits per conversation with durability sync)",
+      "turnlog commits each append (3 per tool step: 60 for the conversation) in its own transaction before the run moves on; LangGraph writes, per super-step (two per tool step), a checkpoint and the step's pending writes in two transactions on two connections at once (about 83 commits per conversation with durability sync)",
     ],
   };
 }
