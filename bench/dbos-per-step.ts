@@ -4,7 +4,9 @@
 // LangGraph.js with PostgresSaver (durability async and sync), all on the same PostgreSQL server
 // (TURNLOG_BENCH_PG, else 127.0.0.1:5432), in interleaved rounds, one run at a time. Per side:
 // wall and CPU per step (medians), the server backends' CPU per step (from /proc, as
-// bench/workers.ts reads it) and the statements each side sent per step.
+// bench/workers.ts reads it), the statements and write commits each side sent per step, and
+// where turnlog's step waits (its store calls timed; a diagnostic turnlog side with
+// synchronous_commit off shows the step without the WAL flush waits).
 // Run alone: npx node bench/dbos-per-step.ts [rounds]
 import { loadavg } from 'node:os';
 import pg from 'pg';

@@ -72,6 +72,9 @@ interface Profile {
   timeDeltas: number[];
 }
 
+/** This checkout's folder, as the profiler names its files (file:///…/). */
+const checkout = new URL('..', import.meta.url).href;
+
 /** The module a sampled function's self time counts in: a file of turnlog, a package, a part of Node. */
 function moduleOf(url: string, functionName: string): string {
   if (/^\((garbage collector|idle|program)\)$/.test(functionName)) return functionName;
@@ -81,8 +84,7 @@ function moduleOf(url: string, functionName: string): string {
     return `package ${match?.[1] ?? '?'}`;
   }
   if (url.startsWith('node:')) return url.split('/').slice(0, 2).join('/');
-  const local = /\/(?:wt\/[^/]+|main)\/(.*)$/.exec(url);
-  return local?.[1] ?? url;
+  return url.startsWith(checkout) ? url.slice(checkout.length) : url;
 }
 
 /** Self time per module and per function; a builtin (no url) counts where it was called from. */

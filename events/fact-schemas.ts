@@ -157,9 +157,10 @@ function defineFactSchemas({ strict }: { strict: boolean }) {
     toolsHash: z.string().optional(),
     /**
      * The estimated size of the request's prompt in tokens (characters ÷ 4 past the last
-     * reported usage): what the run's token budget counts for it until the provider reports its
-     * usage, and for good when it never does (a cut stream, a crash). Absent in logs written
-     * before it was recorded.
+     * reported usage, attached files by `fileTokens`: an image 1,600, a PDF 3,000 a page, other
+     * files their bytes ÷ 4): what the run's token budget counts for it until the provider
+     * reports its usage, and for good when it never does (a cut stream, a crash). Absent in logs
+     * written before it was recorded.
      */
     promptTokens: measure.optional(),
   });

@@ -120,6 +120,8 @@ export interface TurnContext {
   tokensSpent: { input: number; output: number };
   /** The estimated prompt of the request in flight, counted until its usage is reported. */
   inFlightPromptTokens: number;
+  /** The estimated prompt of the current compaction's summarizing call (`compaction.started`). */
+  compactionPromptTokens: number;
   outcome: TurnOutcome | undefined;
 }
 
@@ -160,6 +162,7 @@ export function initialContext(input: TurnInput): TurnContext {
     recoveries: 0,
     tokensSpent: { input: 0, output: 0 },
     inFlightPromptTokens: 0,
+    compactionPromptTokens: 0,
     outcome: undefined,
   };
 }

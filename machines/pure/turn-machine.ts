@@ -51,7 +51,7 @@ import { turnGuards } from './turn-guards.ts';
  * The turn machine's version, recorded in each `run.started` (`machineVersion`): a whole number,
  * increased with every change to the machine's states or transitions.
  */
-export const turnMachineVersion = '4';
+export const turnMachineVersion = '5';
 
 /** A placeholder for an actor the runtime provides: typed by its input, it does nothing. */
 const inert = <TInput>() => fromCallback<EventObject, TInput>(() => {});
@@ -117,16 +117,44 @@ export const turnMachine = setup({
       retry: { stepId: context.stepId ?? '', attempt: context.attempt + 1 },
       retryAfterMs: event.type === 'step.failed' ? event.error.retryAfterMs : undefined,
     })),
+    // An overflow's summarizing call is estimated by the prompt that overflowed (still in flight).
     countOverflow: assign(({ context }) => ({
       overflowCompactions: context.overflowCompactions + 1,
+      tokensSpent: {
+        ...context.tokensSpent,
+        input: context.tokensSpent.input + context.inFlightPromptTokens,
+      },
+      compactionPromptTokens: context.inFlightPromptTokens,
     })),
-    // A compaction is a request too: its estimated prompt and summary count for the budget.
+    // A compaction is a request too. Counted when it starts (its estimated prompt), and again at
+    // each recovery that sends it again, so a call cut by a crash still costs it; once it
+    // completes, the last call's estimate gives way to its measured prompt and summary.
+    startCompaction: assign(({ context, event }) => {
+      assertEvent(event, 'compaction.started');
+      const prompt = event.estimatedTokens ?? 0;
+      return {
+        tokensSpent: { ...context.tokensSpent, input: context.tokensSpent.input + prompt },
+        inFlightPromptTokens: prompt,
+        compactionPromptTokens: prompt,
+      };
+    }),
+    resendCompaction: assign(({ context }) => ({
+      tokensSpent: {
+        ...context.tokensSpent,
+        input: context.tokensSpent.input + context.compactionPromptTokens,
+      },
+      inFlightPromptTokens: context.compactionPromptTokens,
+    })),
     markCompacted: assign(({ context, event }) => {
       assertEvent(event, 'compaction.completed');
       const { input, output } = context.tokensSpent;
       return {
         compactedSinceStep: true,
-        tokensSpent: { input: input + event.tokensBefore, output: output + event.tokensAfter },
+        tokensSpent: {
+          input: input - context.inFlightPromptTokens + event.tokensBefore,
+          output: output + event.tokensAfter,
+        },
+        inFlightPromptTokens: 0,
       };
     }),
     noteRecovered: assign(({ context }) => ({
@@ -269,7 +297,11 @@ export const turnMachine = setup({
       },
       on: {
         'step.started': { target: 'requesting', actions: 'startStep' },
-        'compaction.started': { guard: 'mayCompact', target: 'compacting' },
+        'compaction.started': {
+          guard: 'mayCompact',
+          target: 'compacting',
+          actions: 'startCompaction',
+        },
         'run.stop.requested': { target: 'terminal', actions: ['recordAbort', 'abortRun'] },
         'run.recovered': { target: 'projecting', reenter: true, actions: 'noteRecovered' },
       },
@@ -287,7 +319,19 @@ export const turnMachine = setup({
         'compaction.completed': { target: 'projecting', actions: 'markCompacted' },
         'compaction.failed': { target: 'terminal', actions: 'endCompactionFailed' },
         'run.stop.requested': { target: 'terminal', actions: ['recordAbort', 'abortRun'] },
-        'run.recovered': { target: 'compacting', reenter: true, actions: 'noteRecovered' },
+        // The summarizing call is sent again: past the budget, the run ends instead.
+        'run.recovered': [
+          {
+            guard: 'budgetExhausted',
+            target: 'terminal',
+            actions: ['noteRecovered', 'endBudgetExhausted'],
+          },
+          {
+            target: 'compacting',
+            reenter: true,
+            actions: ['noteRecovered', 'resendCompaction'],
+          },
+        ],
       },
     },
     requesting: {

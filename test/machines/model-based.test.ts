@@ -130,8 +130,11 @@ describe('model-based coverage of the turn machine', () => {
     // Not reachable live, by design, and covered by the machine's unit tests instead:
     // a second stop while stopping is refused (never logged); a crash while a stopped call
     // ignores its abort needs a tool that outlives the abort. (Checks after a restart are
-    // covered: the director's `rec` and `idem` tools, model-paths.ts.)
+    // covered: the director's `rec` and `idem` tools, model-paths.ts.) A recovery in compacting
+    // past the run's token budget ends the run (its other branch is covered): the director's runs
+    // have no budget; turn-machine.test.ts and test/runtime/token-budget.test.ts drive it.
     expect(uncovered.map((edge) => `${edge.source}|${edge.event}`).sort()).toEqual([
+      'compacting|run.recovered',
       'settlingTools.stopping|run.recovered',
       'settlingTools.stopping|run.stop.requested',
       'settlingTools.stopping|tool.indeterminate',

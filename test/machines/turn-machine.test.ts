@@ -287,6 +287,50 @@ describe('turnMachine', () => {
     });
   });
 
+  it('counts each summarizing call a recovery sends again, and past the budget ends instead of sending it', () => {
+    const run = drive({ maxRunInputTokens: 2_000 });
+    const compaction = { type: 'compaction.started', reason: 'budget' } as const;
+    run.send({ ...compaction, estimatedTokens: 900, budgetTokens: 800 });
+    const recovered: ProposedFact = {
+      type: 'run.recovered',
+      interrupted: 'compacting',
+      indeterminate: [],
+    };
+    // 900 spent: the call is sent again (1 800 spent)…
+    expect(run.send(recovered)).toBe('compacting');
+    expect(run.started.filter((actor) => actor.src === 'summarize')).toHaveLength(2);
+    expect(run.actor.getSnapshot().context.tokensSpent.input).toBe(1_800);
+    // …and again (2 700)…
+    expect(run.send(recovered)).toBe('compacting');
+    // …but not a fourth time: the budget is spent.
+    expect(run.send(recovered)).toBe('terminal');
+    expect(run.started.filter((actor) => actor.src === 'summarize')).toHaveLength(3);
+    expect(run.actor.getSnapshot().output).toEqual({
+      status: 'failed',
+      reason: 'budget_exhausted',
+    });
+  });
+
+  it("replaces the last summarizing call's estimate with its measured prompt when it completes", () => {
+    const run = drive({ maxRunInputTokens: 100_000 });
+    run.send({
+      type: 'compaction.started',
+      reason: 'budget',
+      estimatedTokens: 900,
+      budgetTokens: 800,
+    });
+    run.send({ type: 'run.recovered', interrupted: 'compacting', indeterminate: [] });
+    run.send({
+      type: 'compaction.completed',
+      summary: 's',
+      throughSeq: 1,
+      tokensBefore: 700,
+      tokensAfter: 50,
+    });
+    // The cut call's estimate (900) and the completed one's measured prompt (700) and summary.
+    expect(run.actor.getSnapshot().context.tokensSpent).toEqual({ input: 1_600, output: 50 });
+  });
+
   it('lets the last allowed step settle its calls, then ends with step_limit and no further request', () => {
     const run = drive({ maxSteps: 2 });
     for (const stepId of ['step_1', 'step_2']) {

@@ -32,7 +32,7 @@ function nextMachineVersion(): TurnMachine {
   };
   const copy = {
     ...config,
-    version: '5',
+    version: '6',
     states: {
       ...config.states,
       projecting: {
@@ -219,7 +219,7 @@ describe('a run begun by an older turn machine resumes on a newer one', () => {
     expect((facts[3] as FactOf<'step.started'>).attempt).toBe(2);
   });
 
-  it('resumes runs the current turnlog records (machine version 4) on the new machine', async () => {
+  it('resumes runs the current turnlog records (machine version 5) on the new machine', async () => {
     const store = memoryStore();
     const generateId = sequentialIds();
     const { tool, executions } = addTool('ask');
@@ -231,7 +231,7 @@ describe('a run begun by an older turn machine resumes on a newer one', () => {
     const turn = await today.send({ sessionId: 's1', text: 'add' });
     await until(turn, isFactOf('tool.permission.requested'));
     const log = await store.read('s1');
-    expect(log[0]).toMatchObject({ type: 'run.started', machineVersion: '4' });
+    expect(log[0]).toMatchObject({ type: 'run.started', machineVersion: '5' });
 
     const runs = liveRunsOn(store, upgraded, {
       steps: [{ text: 'Three.' }],
@@ -253,16 +253,16 @@ describe('a run begun by an older turn machine resumes on a newer one', () => {
 
   it('replays strictly when the versions match, and refuses a run begun by a newer machine', () => {
     const facts = interrupted.map((fact) =>
-      fact.type === 'run.started' ? { ...fact, machineVersion: '4' } : fact,
+      fact.type === 'run.started' ? { ...fact, machineVersion: '5' } : fact,
     );
     const runId = facts[0]?.runId ?? '';
     expect(rehydrateRun(facts, runId).path).toBe('replayed');
     expect(() => rehydrateRun(facts, runId, upgraded)).not.toThrow();
     const newer = facts.map((fact) =>
-      fact.type === 'run.started' ? { ...fact, machineVersion: '6' } : fact,
+      fact.type === 'run.started' ? { ...fact, machineVersion: '7' } : fact,
     );
     expect(() => rehydrateRun(newer, runId, upgraded)).toThrowError(
-      /was begun by turn machine version 6, newer than this turnlog's \(5\); resume it with the turnlog that began it/,
+      /was begun by turn machine version 7, newer than this turnlog's \(6\); resume it with the turnlog that began it/,
     );
   });
 

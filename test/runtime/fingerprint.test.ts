@@ -24,7 +24,7 @@ describe('what a run was run with', () => {
     expect(recordedFingerprint(started)).toStrictEqual(before.fingerprint());
     expect(before.fingerprint()).toMatchObject({
       turnlogVersion: runtimeVersion,
-      machineVersion: '4',
+      machineVersion: '5',
       model: { provider: 'scripted', modelId: 'scripted-model' },
       tools: [{ name: 'add', inputSchemaHash: expect.stringMatching(/^sha256:/) }],
       systemHash: hashText('Add.'),

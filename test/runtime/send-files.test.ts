@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { scriptedModel } from '../../adapters/scripted-model.ts';
 import { toUIMessages } from '../../adapters/ui/ui-message-stream.ts';
+import type { FactOf } from '../../events/facts.ts';
+import { imageTokens } from '../../machines/pure/estimate-tokens.ts';
 import { InvalidArgumentError } from '../../runtime-errors.ts';
 import { memoryStore } from '../../store/memory/memory-store.ts';
 import { testRuntime } from './runtime-helpers.ts';
@@ -50,6 +52,41 @@ describe('send() with files', () => {
       },
       { type: 'text', text: 'What is this?' },
     ]);
+    await runtime.close();
+  });
+
+  it('counts attached images in the estimate that starts a compaction before an overflow', async () => {
+    const model = scriptedModel([
+      { text: 'Hello.', usage: { inputTokens: 100, outputTokens: 2 } },
+      { text: 'They said hello.' }, // the compaction's summary
+      { text: 'Four red pixels.', usage: { inputTokens: 7_000, outputTokens: 4 } },
+    ]);
+    const limits = { contextWindowTokens: 6_000, maxOutputTokens: 1_000 };
+    const runtime = testRuntime(memoryStore(), { model, limits });
+    await (await runtime.send({ sessionId: 's', text: 'Hi' })).done;
+    const files = Array.from({ length: 4 }, () => ({ mediaType: 'image/png', data: pixel }));
+    await (await runtime.send({ sessionId: 's', text: 'Look', files })).done;
+    // 100 reported, a few characters, and 4 images: over the 5,000 left for the prompt.
+    const started = (await runtime.facts('s')).find(
+      (fact): fact is FactOf<'compaction.started'> => fact.type === 'compaction.started',
+    );
+    expect(started).toMatchObject({ reason: 'budget', budgetTokens: 5_000 });
+    expect(started?.estimatedTokens).toBeGreaterThan(100 + 4 * imageTokens);
+    expect(model.requests).toHaveLength(3);
+    await runtime.close();
+  });
+
+  it('counts attached files in the prompt size a token budget counts for a step', async () => {
+    const model = scriptedModel([{ text: 'Two red pixels.' }]);
+    const runtime = testRuntime(memoryStore(), { model, limits: { maxRunInputTokens: 50_000 } });
+    const files = Array.from({ length: 2 }, () => ({ mediaType: 'image/png', data: pixel }));
+    await (await runtime.send({ sessionId: 's', text: 'Look', files })).done;
+    // What the budget counts for a step whose usage the provider never reports (a cut stream).
+    const step = (await runtime.facts('s')).find(
+      (fact): fact is FactOf<'step.started'> => fact.type === 'step.started',
+    );
+    expect(step?.request.promptTokens).toBeGreaterThan(2 * imageTokens);
+    expect(step?.request.promptTokens).toBeLessThan(2 * imageTokens + 100);
     await runtime.close();
   });
 

@@ -94,4 +94,47 @@ describe('a run token budget (limits.maxRunInputTokens, maxRunOutputTokens)', ()
     expect(spent).toBeGreaterThanOrEqual(limits.maxRunInputTokens);
     expect(spent - (prompts.at(-1) ?? 0)).toBeLessThan(limits.maxRunInputTokens);
   });
+
+  it('a run whose compaction is cut by repeated crashes counts each summarizing call and ends budget_exhausted', async () => {
+    const store = memoryStore();
+    const generateId = sequentialIds();
+    // An earlier run, so the new run's first projection has older history to summarize.
+    const earlier = testRuntime(store, {
+      generateId,
+      model: scriptedModel([{ text: 'An earlier answer. '.repeat(40) }]),
+    });
+    await (await earlier.send({ sessionId: 's1', text: 'An earlier question. '.repeat(40) })).done;
+    // A window this small always compacts first; every summarizing call is cut by a crash.
+    const limits = { maxRunInputTokens: 1_500, maxAttempts: 100, contextWindowTokens: 50 };
+    const silent = () => ({
+      ...silentModel(),
+      doGenerate: () => new Promise<never>(() => {}),
+    });
+    const first = testRuntime(store, { generateId, model: silent(), limits });
+    const turn = await first.send({ sessionId: 's1', text: 'Tell me about durable agents.' });
+    const started = (await until(
+      turn,
+      isFactOf('compaction.started'),
+    )) as FactOf<'compaction.started'>;
+    const estimate = started.estimatedTokens ?? 0;
+    expect(estimate).toBeGreaterThan(0);
+    let ended: FactOf<'run.ended'> | undefined;
+    let restarts = 0;
+    while (ended === undefined && restarts < 30) {
+      // The process dies while its summarizing call is in flight; the next one recovers the run.
+      restarts += 1;
+      const next = testRuntime(store, { generateId, model: silent(), limits });
+      const [report] = await next.recover();
+      if (report === undefined || report.status === 'damaged') throw new Error('not resumable');
+      ended = (await store.read('s1')).find(
+        (fact): fact is FactOf<'run.ended'> =>
+          fact.type === 'run.ended' && fact.runId === turn.runId,
+      );
+    }
+    expect(ended).toMatchObject({ status: 'failed', reason: 'budget_exhausted' });
+    // Each call counted its estimated prompt: the run ended once the calls sent reached the limit.
+    const calls = restarts; // the first process's call and one per recovery but the last
+    expect(calls * estimate).toBeGreaterThanOrEqual(limits.maxRunInputTokens);
+    expect((calls - 1) * estimate).toBeLessThan(limits.maxRunInputTokens);
+  });
 });

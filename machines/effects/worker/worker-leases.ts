@@ -251,7 +251,20 @@ export class WorkerLeases {
    * Starts the renewal thread; the timer here renews until it is up, and again if it goes (a
    * thread that could not open, or died: reported once, as a renewal failure is).
    */
-  #startThread(renewal: LeaseRenewalThread): RenewalThread {
+  #startThread(renewal: LeaseRenewalThread): RenewalThread | undefined {
+    try {
+      return this.#newThread(renewal);
+    } catch (error) {
+      this.#options.onError(
+        new Error(
+          `the lease renewal thread could not start (${(error as Error)?.message}); its leases are renewed from the event loop`,
+        ),
+      );
+      return undefined;
+    }
+  }
+
+  #newThread(renewal: LeaseRenewalThread): RenewalThread {
     return new RenewalThread({
       renewal,
       leaseMs: this.leaseMs,

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { RenewalThread } from '../../../../machines/effects/worker/renewal-thread.ts';
 import {
   type FromRenewalThread,
   type RenewalThreadData,
@@ -216,5 +217,43 @@ describe('WorkerLeases with a renewal thread', () => {
     const before = renewals.length;
     while (renewals.length === before) await new Promise((done) => setTimeout(done, 10));
     expect(leases.renewal).toBe('loop');
+  });
+});
+
+describe('RenewalThread', () => {
+  it("ends on close(): the thread closes its renewer (the store's connection) and exits by itself", async () => {
+    // Shared memory reaches the thread's module through its options: it says what ran there.
+    const seen = new Int32Array(new SharedArrayBuffer(8));
+    const gone: Error[] = [];
+    let ready!: () => void;
+    const up = new Promise<void>((resolve) => {
+      ready = resolve;
+    });
+    const thread = new RenewalThread({
+      renewal: {
+        module: `data:text/javascript,${encodeURIComponent(
+          `export async function openLeaseRenewer({ seen }) {
+             const flags = new Int32Array(seen);
+             Atomics.store(flags, 0, 1);
+             return {
+               renewLeases: async ({ leases }) => ({ renewed: [...leases], lost: [] }),
+               close: async () => { Atomics.store(flags, 1, 1); },
+             };
+           }`,
+        )}`,
+        options: { seen: seen.buffer },
+      },
+      leaseMs: 60_000,
+      onReady: ready,
+      onLost: () => {},
+      onFailed: () => {},
+      onGone: (error) => gone.push(error),
+    });
+    await up;
+    expect(Atomics.load(seen, 0)).toBe(1);
+    // close() would stop a thread that did not exit within a minute: past this test's timeout.
+    await thread.close(60_000);
+    expect(Atomics.load(seen, 1)).toBe(1);
+    expect(gone).toEqual([]);
   });
 });
