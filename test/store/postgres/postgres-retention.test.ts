@@ -85,8 +85,18 @@ describe('postgresStore retention: a wrong runs index, a subscription across a p
   it('keeps a subscription across a purge by another store: the session started again is delivered from seq 1', async () => {
     const subscriber = database.open();
     const seen: string[] = [];
-    subscriber.subscribe('reused', (fact) => seen.push(`${fact.id}@${fact.seq}`));
-    await subscriber.openRuns(); // connected; the subscription starts from the session's seq 0
+    const waiting: { count: number; resolve: () => void }[] = [];
+    subscriber.subscribe('reused', (fact) => {
+      seen.push(`${fact.id}@${fact.seq}`);
+      for (const wait of waiting) if (seen.length >= wait.count) wait.resolve();
+    });
+    // Resolves once `count` facts arrived (no clock: the test's own timeout bounds it).
+    const reached = (count: number) =>
+      new Promise<void>((resolve) => {
+        if (seen.length >= count) resolve();
+        else waiting.push({ count, resolve });
+      });
+    await subscriber.read('reused'); // the subscription is in place
     const other = database.open();
     const facts = storeFacts('reused');
     await other.append('reused', [
@@ -94,7 +104,8 @@ describe('postgresStore retention: a wrong runs index, a subscription across a p
       facts.steering('old_2', 'run_old'),
       facts.runEnded('old_3', 'run_old'),
     ]);
-    await expect.poll(() => seen).toEqual(['old_1@1', 'old_2@2', 'old_3@3']);
+    await reached(3);
+    expect(seen).toEqual(['old_1@1', 'old_2@2', 'old_3@3']);
     expect(await purgeSessions(other, { endedBefore })).toMatchObject({ removed: 1 });
     // Started again, at once past the seq the subscription delivered last.
     await other.append('reused', [
@@ -104,13 +115,14 @@ describe('postgresStore retention: a wrong runs index, a subscription across a p
       facts.steering('new_4', 'run_new'),
     ]);
     const expected = ['old_1@1', 'old_2@2', 'old_3@3', 'new_1@1', 'new_2@2', 'new_3@3', 'new_4@4'];
-    await expect.poll(() => seen).toEqual(expected);
+    await reached(7);
+    expect(seen).toEqual(expected);
     // A purge with nothing started again, then a start: seq 1 is delivered too.
     await other.append('reused', [facts.runEnded('new_5', 'run_new')]);
-    await expect.poll(() => seen.length).toBe(8);
+    await reached(8);
     expect(await purgeSessions(other, { endedBefore })).toMatchObject({ removed: 1 });
     await other.append('reused', [facts.runStarted('third_1', 'run_third')]);
-    await expect.poll(() => seen.at(-1)).toBe('third_1@1');
-    expect(seen).toHaveLength(9);
+    await reached(9);
+    expect(seen.slice(7)).toEqual(['new_5@5', 'third_1@1']);
   });
 });

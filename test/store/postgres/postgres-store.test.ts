@@ -217,6 +217,25 @@ describe('postgresStore across processes', () => {
     await pool.end();
   });
 
+  it('delivers to a subscription made again at once after its channel was UNLISTENed', async () => {
+    const watcher = database.open();
+    const writer = database.open();
+    await watcher.read('session_a');
+    // Each round: the last subscriber goes (UNLISTEN) and a new one comes (LISTEN) in the same
+    // tick, on a LISTEN connection that may still be sending the round before's statements.
+    for (let round = 1; round <= 5; round += 1) {
+      watcher.subscribe('session_a', () => {})();
+      const arrived: Fact[] = [];
+      const unsubscribe = watcher.subscribe('session_a', (fact) => arrived.push(fact));
+      await watcher.read('session_a');
+      const fact = round === 1 ? a.runStarted('f1', 'run_1') : a.steering(`f${round}`, 'run_1');
+      await writer.append('session_a', [fact]);
+      while (arrived.length < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(arrived.map((seen) => seen.id)).toEqual([fact.id]);
+      unsubscribe();
+    }
+  });
+
   it('sends any text (quotes, backslashes, SQL) as a literal that reads back as itself', async () => {
     const tricky = ["'; DROP TABLE facts; --", '\\', "\\'", "E'\\x'", '$$', '😀\u2028\n'];
     await fc.assert(

@@ -12,6 +12,7 @@ import { archiveFileName } from '../../../store/retention/archive-files.ts';
 import { purgeSessions } from '../../../store/retention/purge-sessions.ts';
 import { decodeSessionArchive, exportSession } from '../../../store/retention/session-archive.ts';
 import { seededRandom } from '../../crash/crash-harness.ts';
+import { calibrate, scaled } from '../../helpers/calibration.ts';
 import { testSchema } from '../../helpers/postgres.ts';
 import type { RetainingStore } from '../store-harnesses.ts';
 import {
@@ -152,6 +153,10 @@ async function checkStore(options: {
 }
 
 const kills = { lowdb: 24, postgres: 16 };
+// Budgeted by count (kills); the time bound scales with how loaded the machine is (issue 26,
+// defect 7): from a fresh clone at load 25 with two CPU hogs the postgresStore half took 147 s
+// of a fixed 300 s.
+const { slowdown } = calibrate();
 
 describe.each([
   { name: 'lowdbStore', make: lowdbTarget },
@@ -165,69 +170,73 @@ describe.each([
     if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
   });
 
-  it('leaves every session whole or absent, and every archived session in its archive', async () => {
-    target = await make();
-    scratch = await mkdtemp(path.join(tmpdir(), 'turnlog-retention-archives-'));
-    const sourceDir = path.join(scratch, 'source');
-    await mkdir(sourceDir);
-    const whole = await referenceSessions(sourceDir);
-    let store = target.open();
-    for (const sessionId of allIds) await store.append(sessionId, campaignFacts(sessionId));
-    await store.close();
+  it(
+    'leaves every session whole or absent, and every archived session in its archive',
+    async () => {
+      target = await make();
+      scratch = await mkdtemp(path.join(tmpdir(), 'turnlog-retention-archives-'));
+      const sourceDir = path.join(scratch, 'source');
+      await mkdir(sourceDir);
+      const whole = await referenceSessions(sourceDir);
+      let store = target.open();
+      for (const sessionId of allIds) await store.append(sessionId, campaignFacts(sessionId));
+      await store.close();
 
-    const random = seededRandom(seed);
-    let present = new Set(allIds);
-    const modes = new Map<Mode, number>();
-    const budget = kills[target.kind];
-    let killed = 0;
-    for (let round = 1; killed < budget; round += 1) {
-      const gone = purgedSessionIds.filter((id) => !present.has(id)).length;
-      const mode: Mode =
-        gone > purgedSessionIds.length / 2 && random() < 0.6
-          ? 'import'
-          : random() < 0.5
-            ? 'archive'
-            : 'purge';
-      const archiveDir = mode === 'import' ? sourceDir : path.join(scratch, `round-${round}`);
-      if (mode !== 'import') await mkdir(archiveDir);
-      const lines = Math.floor(random() * 12);
-      const extraMs = Math.floor(random() * 4);
-      try {
-        const result = await runAndKill({ target, mode, archiveDir, lines, extraMs });
-        if (result.killed) killed += 1;
-        modes.set(mode, (modes.get(mode) ?? 0) + 1);
-        store = target.open();
-        const before = present;
-        present = await checkStore({ store, whole, before, mode, archiveDir });
-        await store.close();
-      } catch (error) {
-        throw new Error(
-          `retention crash round ${round} (${mode}, kill after ${lines} lines +${extraMs} ms) failed; rerun with TURNLOG_CRASH_SEED=${seed}: ${(error as Error).message}`,
-          { cause: error },
-        );
+      const random = seededRandom(seed);
+      let present = new Set(allIds);
+      const modes = new Map<Mode, number>();
+      const budget = kills[target.kind];
+      let killed = 0;
+      for (let round = 1; killed < budget; round += 1) {
+        const gone = purgedSessionIds.filter((id) => !present.has(id)).length;
+        const mode: Mode =
+          gone > purgedSessionIds.length / 2 && random() < 0.6
+            ? 'import'
+            : random() < 0.5
+              ? 'archive'
+              : 'purge';
+        const archiveDir = mode === 'import' ? sourceDir : path.join(scratch, `round-${round}`);
+        if (mode !== 'import') await mkdir(archiveDir);
+        const lines = Math.floor(random() * 12);
+        const extraMs = Math.floor(random() * 4);
+        try {
+          const result = await runAndKill({ target, mode, archiveDir, lines, extraMs });
+          if (result.killed) killed += 1;
+          modes.set(mode, (modes.get(mode) ?? 0) + 1);
+          store = target.open();
+          const before = present;
+          present = await checkStore({ store, whole, before, mode, archiveDir });
+          await store.close();
+        } catch (error) {
+          throw new Error(
+            `retention crash round ${round} (${mode}, kill after ${lines} lines +${extraMs} ms) failed; rerun with TURNLOG_CRASH_SEED=${seed}: ${(error as Error).message}`,
+            { cause: error },
+          );
+        }
       }
-    }
-    // Every kind of round ran, and the kills landed after real work (some sessions went).
-    expect([...modes.keys()].sort()).toEqual(['archive', 'import', 'purge']);
+      // Every kind of round ran, and the kills landed after real work (some sessions went).
+      expect([...modes.keys()].sort()).toEqual(['archive', 'import', 'purge']);
 
-    // A purge run to the end finishes what the killed ones left; a repeat finds nothing.
-    store = target.open();
-    const report = await purgeSessions(store, { endedBefore: campaignEndedBefore });
-    expect(report.removed).toBe(purgedSessionIds.filter((id) => present.has(id)).length);
-    expect(await store.sessions()).toEqual([...keptSessionIds].sort());
-    expect((await purgeSessions(store, { endedBefore: campaignEndedBefore })).found).toBe(0);
-    for (const sessionId of keptSessionIds) {
-      expect(await store.read(sessionId)).toEqual(whole.get(sessionId));
-    }
-    await store.close();
-    if (target.kind === 'lowdb') {
-      // Reopening deleted what killed purges and imports left (.purge- and .new- folders).
-      await lowdbStore({ dir: target.arg }).close();
-      const leftovers = readdirSync(path.join(target.arg, 'sessions')).filter((name) =>
-        name.startsWith('.'),
-      );
-      expect(leftovers).toEqual([]);
-      expect(existsSync(path.join(target.arg, 'sessions', 'kept_open'))).toBe(true);
-    }
-  }, 300_000);
+      // A purge run to the end finishes what the killed ones left; a repeat finds nothing.
+      store = target.open();
+      const report = await purgeSessions(store, { endedBefore: campaignEndedBefore });
+      expect(report.removed).toBe(purgedSessionIds.filter((id) => present.has(id)).length);
+      expect(await store.sessions()).toEqual([...keptSessionIds].sort());
+      expect((await purgeSessions(store, { endedBefore: campaignEndedBefore })).found).toBe(0);
+      for (const sessionId of keptSessionIds) {
+        expect(await store.read(sessionId)).toEqual(whole.get(sessionId));
+      }
+      await store.close();
+      if (target.kind === 'lowdb') {
+        // Reopening deleted what killed purges and imports left (.purge- and .new- folders).
+        await lowdbStore({ dir: target.arg }).close();
+        const leftovers = readdirSync(path.join(target.arg, 'sessions')).filter((name) =>
+          name.startsWith('.'),
+        );
+        expect(leftovers).toEqual([]);
+        expect(existsSync(path.join(target.arg, 'sessions', 'kept_open'))).toBe(true);
+      }
+    },
+    scaled(300_000, slowdown),
+  );
 });

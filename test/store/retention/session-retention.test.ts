@@ -153,7 +153,7 @@ describe.each(storeHarnesses)('$name (retention: purge, archive, import)', ({ na
     const seen: string[] = [];
     store.subscribe('old_a', (fact) => seen.push(`${fact.id}@${fact.seq}`));
     await seed(store);
-    await expect.poll(() => seen.length).toBe(3);
+    expect(seen).toEqual(['old_a_1@1', 'old_a_2@2', 'old_a_3@3']);
     expect(await purgeSessions(store, { endedBefore })).toMatchObject({ removed: 2 });
     const facts = storeFacts('old_a');
     await store.append('old_a', [
