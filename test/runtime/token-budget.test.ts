@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { scriptedModel } from '../../adapters/scripted-model.ts';
 import type { FactOf } from '../../events/facts.ts';
 import { sequentialIds } from '../../events/ids.ts';
+import { createRuntime, type Runtime } from '../../runtime.ts';
 import { memoryStore } from '../../store/memory/memory-store.ts';
+import { calibrate, scaled } from '../helpers/calibration.ts';
+import { testSchema } from '../helpers/postgres.ts';
 import { addTool, isFactOf, testRuntime, until } from './runtime-helpers.ts';
 
 /** A model whose every stream stays silent: each request is cut by the "crash" that follows. */
@@ -137,4 +140,88 @@ describe('a run token budget (limits.maxRunInputTokens, maxRunOutputTokens)', ()
     expect(calls * estimate).toBeGreaterThanOrEqual(limits.maxRunInputTokens);
     expect((calls - 1) * estimate).toBeLessThan(limits.maxRunInputTokens);
   });
+});
+
+describe('a run token budget across workers', () => {
+  // A takeover waits for the next worker's scan: its waits scale with the machine's load.
+  const { slowdown } = calibrate();
+  it(
+    'counts the attempts of every worker that took the run over, and ends budget_exhausted within one step of the limit',
+    async () => {
+      const database = testSchema('budget_workers');
+      const runtimes: Runtime[] = [];
+      const limits = { maxRunInputTokens: 300, maxAttempts: 100 };
+      // Every request stays silent until its worker closes (the abort ends it).
+      const model = () => {
+        const inner = scriptedModel([]);
+        return {
+          ...inner,
+          doStream: (options: { abortSignal?: AbortSignal }) =>
+            new Promise<never>((_, reject) =>
+              options.abortSignal?.addEventListener('abort', () => reject(new Error('closed'))),
+            ),
+        } as typeof inner;
+      };
+      const open = (id: string) => {
+        const runtime = createRuntime({
+          model: model(),
+          store: database.open(),
+          worker: { id, leaseMs: scaled(3_000, slowdown) },
+          limits,
+        });
+        runtimes.push(runtime);
+        return runtime;
+      };
+      try {
+        const reader = database.open();
+        const facts = () => reader.read('s1');
+        let current = open('w0');
+        // A prompt of about 120 tokens: the budget of 300 allows three attempts (two takeovers).
+        await current.send({ sessionId: 's1', text: 'Tell me about durable agents. '.repeat(16) });
+        for (let handovers = 0; handovers < 30; handovers += 1) {
+          // Until this worker's attempt is durable, or the run ended.
+          const deadline = performance.now() + scaled(30_000, slowdown);
+          for (;;) {
+            const log = await facts();
+            const attempts = log.filter((fact) => fact.type === 'step.started').length;
+            if (attempts > handovers || log.some((fact) => fact.type === 'run.ended')) break;
+            if (performance.now() > deadline) {
+              throw new Error(
+                `no attempt ${handovers + 1}: ${log.map((fact) => fact.type).join(' ')}`,
+              );
+            }
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+          if ((await facts()).some((fact) => fact.type === 'run.ended')) break;
+          // The worker goes away mid-request; the next one takes the run over and sends it again.
+          const next = open(`w${handovers + 1}`);
+          await current.close();
+          current = next;
+        }
+        const log = await facts();
+        expect(log.at(-1)).toMatchObject({
+          type: 'run.ended',
+          status: 'failed',
+          reason: 'budget_exhausted',
+        });
+        const attempts = log.filter(
+          (fact): fact is FactOf<'step.started'> => fact.type === 'step.started',
+        );
+        // Each attempt was sent by another worker, after a takeover (run.recovered).
+        expect(new Set(attempts.map((attempt) => attempt.workerId)).size).toBe(attempts.length);
+        expect(log.filter((fact) => fact.type === 'run.recovered').length).toBeGreaterThanOrEqual(
+          attempts.length - 1,
+        );
+        const prompts = attempts.map((attempt) => attempt.request.promptTokens ?? 0);
+        const spent = prompts.reduce((sum, tokens) => sum + tokens, 0);
+        expect(prompts.every((tokens) => tokens > 0)).toBe(true);
+        expect(spent).toBeGreaterThanOrEqual(limits.maxRunInputTokens);
+        expect(spent - (prompts.at(-1) ?? 0)).toBeLessThan(limits.maxRunInputTokens);
+      } finally {
+        await Promise.all(runtimes.map((runtime) => runtime.close().catch(() => {})));
+        await database.drop();
+      }
+    },
+    scaled(150_000, slowdown),
+  );
 });
