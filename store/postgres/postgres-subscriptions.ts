@@ -28,9 +28,12 @@ const maxRetryMs = 2_000;
  *
  * A subscription follows the session id across a purge, as memoryStore's and lowdbStore's do:
  * when the session is removed and started again, its listeners get the new session's facts from
- * seq 1. A removal by this store restarts the watcher at once (`removed`); one by another process
- * is noticed at the next read, which checks that the fact delivered last is still there (its id
- * at its seq, one index lookup beside the read): when it is not, the watcher starts again at 0.
+ * seq 1. Each read is followed by a check that the fact delivered last is still there (its id at
+ * its seq, one index lookup): when it is not, the session was removed, and the watcher starts
+ * again at seq 0. A removal by this store makes the watcher read at once (`removed`); one by
+ * another process is found by the next read (a notification of the new session's appends, a
+ * reconnect). An append of this store at or below the seq delivered (other than that very fact)
+ * waits for such a read.
  *
  *   subscribe(session):            LISTEN on its channel is active → delivered = its last seq
  *   notification / reconnect:      read facts with seq > delivered → publish → delivered = last
@@ -86,11 +89,12 @@ export class FactSubscriptions {
   }
 
   /**
-   * The session was removed by this store (a purge, committed): its watcher starts again at seq
-   * 0, so a session started again under the id is delivered from seq 1.
+   * The session was removed by this store (a purge, committed): its watcher reads at once, finds
+   * the fact it delivered last gone and starts again at seq 0, so a session started again under
+   * the id is delivered from seq 1 (an append of it made meanwhile waits for that read).
    */
   removed(sessionId: string): void {
-    this.#watchers.get(sessionId)?.restart();
+    this.#watchers.get(sessionId)?.check();
   }
 
   /** Stops every watcher (the store closed). */
@@ -112,8 +116,6 @@ class SessionWatcher {
   #delivered: number | undefined;
   /** The id of the fact at `#delivered` (`undefined`: none yet, or not known). */
   #deliveredId: string | undefined;
-  /** Counts restarts: a read begun before one is not published. */
-  #generation = 0;
   /** The highest seq a notification announced. */
   #announced = 0;
   #reading = false;
@@ -155,14 +157,16 @@ class SessionWatcher {
     return delivered;
   }
 
-  /** Starts again at seq 0 (the session was removed); a read under way is not published. */
-  restart(): void {
-    this.#generation += 1;
+  /** Reads now: the session may have been removed (see `FactSubscriptions.removed`). */
+  check(): void {
+    this.#catchUp();
+  }
+
+  /** Starts again at seq 0: the session was removed (and perhaps started again). */
+  #restart(): void {
     this.#announced = 0;
-    if (this.#delivered === undefined) return;
     this.#delivered = 0;
     this.#deliveredId = undefined;
-    this.#catchUp();
   }
 
   stop(): void {
@@ -177,13 +181,11 @@ class SessionWatcher {
     try {
       // LISTEN first: every append that commits after the read below is also notified.
       await this.#sources.notifications.ready('f', this.#sessionId);
-      const generation = this.#generation;
       const lastFact = await this.#sources.lastFact(this.#sessionId);
-      if (this.#delivered === undefined && generation === this.#generation) {
+      if (this.#delivered === undefined) {
         this.#delivered = lastFact.seq;
         this.#deliveredId = lastFact.id;
       }
-      this.#delivered ??= 0;
       this.#catchUp();
     } catch {
       this.#retry(() => this.#start());
@@ -206,21 +208,19 @@ class SessionWatcher {
     try {
       do {
         this.#again = false;
-        const generation = this.#generation;
         const delivered = this.#delivered ?? 0;
         const deliveredId = this.#deliveredId;
-        const [facts, heldId] = await Promise.all([
-          this.#sources.read(this.#sessionId, delivered + 1),
-          deliveredId === undefined ? undefined : this.#sources.factId(this.#sessionId, delivered),
-        ]);
+        const facts = await this.#sources.read(this.#sessionId, delivered + 1);
+        // Checked after the read: the fact delivered last still there means the facts read
+        // follow it (a purge after the read is found by the next one).
+        const heldId =
+          deliveredId === undefined
+            ? undefined
+            : await this.#sources.factId(this.#sessionId, delivered);
         if (this.#stopped) return;
-        if (generation !== this.#generation) {
-          this.#again = true;
-          continue;
-        }
         if (deliveredId !== undefined && heldId !== deliveredId && this.#delivered === delivered) {
           // The fact delivered last is gone: the session was purged (and perhaps started again).
-          this.restart();
+          this.#restart();
           this.#again = true;
           continue;
         }

@@ -170,6 +170,24 @@ describe.each(storeHarnesses)('$name (retention: purge, archive, import)', ({ na
     expect(seen).toEqual(expected);
   });
 
+  it('delivers each fact once to a subscription when an append of the id races its removal', async () => {
+    const seen: string[] = [];
+    store.subscribe('old_a', (fact) => seen.push(`${fact.id}@${fact.seq}`));
+    await seed(store);
+    const facts = storeFacts('old_a');
+    const removing = store.removeSessions([{ sessionId: 'old_a', lastSeq: 3 }]);
+    const appending = store.append('old_a', [facts.runStarted('race_1', 'run_race')]);
+    const [[removed], { appended }] = await Promise.all([removing, appending]);
+    const seq = appended[0]?.seq;
+    // Either the removal went first (the append starts the id afresh) or the append did.
+    expect([removed?.outcome, seq]).toEqual(
+      removed?.outcome === 'removed' ? ['removed', 1] : ['changed', 4],
+    );
+    await store.append('old_a', [facts.steering('race_2', 'run_race')]);
+    const old = ['old_a_1@1', 'old_a_2@2', 'old_a_3@3'];
+    expect(seen).toEqual([...old, `race_1@${seq}`, `race_2@${(seq ?? 0) + 1}`]);
+  });
+
   it('archives each session to one JSON Lines file before removing it, readable into any store', async () => {
     await seed(store);
     const exported = await exportSession(store, 'old_a');
