@@ -61,7 +61,8 @@ export interface WorkersCampaignOptions {
   log?: (line: string) => void;
   /**
    * How much slower the machine is than the quiet one (test/helpers/calibration.ts), default 1:
-   * the end's waits (handles following their runs, workers exiting on close) scale with it.
+   * the end's waits (handles following their runs, workers exiting on close) and the workers'
+   * store timeouts scale with it.
    */
   slowdown?: number;
   /**
@@ -351,6 +352,7 @@ export async function runWorkersCampaign(
       toolMs,
       chunkMs,
       recoverAtStart,
+      ...(options.slowdown !== undefined && { slowdown: options.slowdown }),
       ...(options.plantDoubleExecution === true && { plantDoubleExecution: true }),
       ...(options.service !== undefined && {
         service: {

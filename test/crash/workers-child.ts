@@ -16,6 +16,7 @@
 import { createInterface } from 'node:readline';
 import type { PermissionDecision } from '../../events/facts.ts';
 import { createRuntime } from '../../runtime.ts';
+import { defaultTimeouts } from '../../store/postgres/postgres-connection.ts';
 import { postgresStore } from '../../store/postgres/postgres-store.ts';
 import { serviceModel, serviceTools } from './service-scenario.ts';
 import { type WorkerChildOptions, workersModel, workersTools } from './workers-scenario.ts';
@@ -32,7 +33,16 @@ const describe = (error: unknown) =>
     : `NotAnError ${oneLine(String(error))}`;
 
 const keepAlive = setInterval(() => {}, 60_000);
-const store = postgresStore({ connectionString: options.connectionString, schema: options.schema });
+// The store's time bounds, scaled as the campaign's own are (a loaded machine, not a wedged database).
+const slowdown = options.slowdown ?? 1;
+const timeouts = Object.fromEntries(
+  Object.entries(defaultTimeouts).map(([name, ms]) => [name, Math.round(ms * slowdown)]),
+);
+const store = postgresStore({
+  connectionString: options.connectionString,
+  schema: options.schema,
+  timeouts,
+});
 const service = options.service && {
   ...options.service,
   toolMs: options.toolMs,

@@ -34,6 +34,11 @@ export interface WorkerChildOptions {
   /** Call `runtime.recover()` once at start (a restarted worker may, or may leave it to the takeover scan). */
   recoverAtStart: boolean;
   /**
+   * How much slower the machine is than the quiet one (default 1): the store's timeouts are its
+   * defaults times this (at slowdown 34 a decide met a 30 s query timeout: StoreUnavailableError).
+   */
+  slowdown?: number;
+  /**
    * A planted bug, to show the campaign still catches one: every `fetch` runs its side effect
    * twice (as a tool run again after a crash would).
    */
