@@ -190,3 +190,65 @@ describe('ordering', () => {
     ]);
   });
 });
+
+describe('a start the response recorded (decideStep)', () => {
+  function countingTool() {
+    const execute = vi.fn(async ({ n }: { n: number }) => n + 1);
+    const tool = defineTool({
+      description: 'Once',
+      inputSchema: z.object({ n: z.number() }),
+      execute,
+    });
+    return { runtime: createCallSettler({ tools: { once: tool } }), execute };
+  }
+
+  /** Commits a step's response as the provider step does: its decisions and starts in one write. */
+  async function respond(
+    runtime: ReturnType<typeof createCallSettler>,
+    call = provenCall('once', { n: 1 }),
+  ) {
+    const log = createToolLog();
+    const context = await log.completeStep('step_1', [call]);
+    await log.commitAll(await runtime.decideStep([call], context));
+    return { log, call, decision: allow(hashJson({ n: 1 })) };
+  }
+
+  it('is executed on by run, which commits no second tool.started', async () => {
+    const { runtime, execute } = countingTool();
+    const { log, call, decision } = await respond(runtime);
+    expect(log.facts().map((fact) => fact.type)).toEqual([
+      'step.completed',
+      'tool.permission.decided',
+      'tool.started',
+    ]);
+    await runtime.run(call, decision, log.context('step_1'));
+    expect(execute).toHaveBeenCalledTimes(1);
+    expect(log.ofType('tool.started')).toHaveLength(1);
+    expect(log.ofType('tool.settled')).toMatchObject([{ outcome: 'success' }]);
+    // Settled: running it again executes nothing.
+    await runtime.run(call, decision, log.context('step_1'));
+    expect(execute).toHaveBeenCalledTimes(1);
+  });
+
+  it('is settled cancelled, never executed, when the run stopped before execute', async () => {
+    const { runtime, execute } = countingTool();
+    const { log, call, decision } = await respond(runtime);
+    log.controller.abort();
+    await runtime.run(call, decision, log.context('step_1'));
+    expect(execute).toHaveBeenCalledTimes(0);
+    expect(log.ofType('tool.settled')).toMatchObject([{ outcome: 'cancelled' }]);
+  });
+
+  it('is never executed on after a recovery (I8: the call is indeterminate)', async () => {
+    const { runtime, execute } = countingTool();
+    const { log, call, decision } = await respond(runtime);
+    await log.commit({
+      type: 'run.recovered',
+      interrupted: 'settlingTools.running',
+      indeterminate: ['call_1'],
+    });
+    await runtime.run(call, decision, log.context('step_1'));
+    expect(execute).toHaveBeenCalledTimes(0);
+    expect(log.ofType('tool.started')).toHaveLength(1);
+  });
+});
