@@ -143,12 +143,13 @@ describe('the service campaign, 4 workers on PostgreSQL', () => {
         root: workersRoot,
         concurrency: 12,
         deadlineMs,
-        // Tools slow enough, and kills often enough, that kills land on calls under way. Both
-        // scale with the slowdown: kills come every leaseMs / 8, so tools of a fixed 120 ms were
-        // 16 times less likely to be hit at slowdown 16 (at load 22 a run of the 24 saw 16 kills
-        // and not one takeover: the check below failed).
+        // Tools slow enough, and kills often enough, that kills land on calls under way. The tools
+        // scale with the slowdown (at load 22 tools of a fixed 120 ms were rarely hit and a run of
+        // the 24 saw not one takeover); the kills are paced by progress: one after every 2
+        // `step.completed` facts on average, at most 2 per run (its runs have 3–4 steps).
         toolMs: scaled(120, slowdown),
-        chaosEveryMs: Math.round(leaseMs / 8),
+        faultEverySteps: 2,
+        maxFaults: runs * 2,
         service: { url: service.url, ledgerFile: service.ledgerFile },
         slowdown,
         // Progress lines for the long version only.

@@ -7,8 +7,9 @@ import { testSchema } from '../helpers/postgres.ts';
 import { formatWorkersReport, runWorkersCampaign } from './workers-campaign.ts';
 
 // Issue 13, item 6. A fixed default seed keeps `npm test` reproducible in its choices; set
-// TURNLOG_WORKERS_SEED / TURNLOG_WORKERS_RUNS / TURNLOG_WORKERS_COUNT / TURNLOG_WORKERS_LEASE_MS
-// for a larger or different campaign (architecture/crash-testing.md, "Across workers").
+// TURNLOG_WORKERS_SEED / TURNLOG_WORKERS_RUNS / TURNLOG_WORKERS_COUNT / TURNLOG_WORKERS_LEASE_MS /
+// TURNLOG_WORKERS_FAULT_EVERY_STEPS for a larger or different campaign
+// (architecture/crash-testing.md, "Across workers").
 const seed = Number(process.env.TURNLOG_WORKERS_SEED ?? 20_261_213);
 const runs = Number(process.env.TURNLOG_WORKERS_RUNS ?? 200);
 const workers = Number(process.env.TURNLOG_WORKERS_COUNT ?? 4);
@@ -18,6 +19,8 @@ const workers = Number(process.env.TURNLOG_WORKERS_COUNT ?? 4);
 // gaps are fractions of the lease, so they scale with it.
 const { slowdown } = calibrate();
 const leaseMs = Number(process.env.TURNLOG_WORKERS_LEASE_MS ?? scaled(800, slowdown));
+// The chaos is paced by progress (one fault per this many `step.completed` facts, on average).
+const faultEverySteps = Number(process.env.TURNLOG_WORKERS_FAULT_EVERY_STEPS ?? 16);
 const deadlineMs = scaled(Math.max(120_000, runs * 700), slowdown);
 
 let database: ReturnType<typeof testSchema>;
@@ -49,6 +52,7 @@ describe('the crash campaign across workers', () => {
         root,
         concurrency: 16,
         deadlineMs,
+        faultEverySteps,
         slowdown,
         log: (line) => console.info(line),
       });

@@ -29,7 +29,8 @@ import { userTextOf, type Variant, type WorkerChildOptions } from './workers-sce
 /**
  * Issue 13's crash campaign across workers: `workers` child processes (test/crash/workers-child.ts),
  * each a runtime on one postgresStore schema, drive `runs` runs while the parent SIGKILLs,
- * SIGSTOPs and SIGCONTs them at seeded moments and restarts killed ones. The parent starts every
+ * SIGSTOPs and SIGCONTs them, paced by the runs' progress (`faultEverySteps`), and restarts
+ * killed ones. The parent starts every
  * run on a random worker, answers every pending decision (permission asks, indeterminate calls)
  * on a random worker other than the run's last driver, and checks each session's log at the end
  * against the single-process invariants and the lease audit (workers-invariants.ts).
@@ -53,8 +54,15 @@ export interface WorkersCampaignOptions {
   deadlineMs: number;
   toolMs?: number;
   chunkMs?: number;
-  /** Mean time between two chaos actions. */
-  chaosEveryMs?: number;
+  /**
+   * The chaos is paced by progress, not by the clock: one fault (a SIGKILL or a SIGSTOP) after
+   * every `faultEverySteps` `step.completed` facts the parent observed in the store, on average
+   * (each gap seeded, 0.5–1.5 × it; default 16, about one fault per 5 runs), at most `maxFaults`
+   * in all (default: one per `faultEverySteps` of three steps per run). Paced by the clock, fast
+   * runs met only a few faults (200 runs in 9 s met 1–4 kills).
+   */
+  faultEverySteps?: number;
+  maxFaults?: number;
   /** Plants a bug in every worker (`WorkerChildOptions.plantDoubleExecution`). */
   plantDoubleExecution?: boolean;
   /** Progress lines, for long runs. */
@@ -82,6 +90,10 @@ export interface WorkersCampaignReport {
   /** Worker processes started, restarts included. */
   processes: number;
   kills: number;
+  /** `step.completed` facts the parent observed while the campaign ran: what paces the chaos. */
+  stepsCompleted: number;
+  /** Faults that were due (by progress) but not done when the last run ended. */
+  faultsNotDone: number;
   /** Workers that exited by themselves (each a violation), restarted to keep the campaign going. */
   selfExits: number;
   restartsNewId: number;
@@ -266,7 +278,8 @@ export async function runWorkersCampaign(
   const log = options.log ?? (() => {});
   const toolMs = options.toolMs ?? 40;
   const chunkMs = options.chunkMs ?? 3;
-  const chaosEveryMs = options.chaosEveryMs ?? Math.round(options.leaseMs * 0.6);
+  const faultEverySteps = options.faultEverySteps ?? 16;
+  const maxFaults = options.maxFaults ?? Math.ceil((options.runs * 3) / faultEverySteps);
   const { leaseMs, seed } = options;
   mkdirSync(options.root, { recursive: true });
 
@@ -293,6 +306,8 @@ export async function runWorkersCampaign(
     elapsedMs: 0,
     processes: 0,
     kills: 0,
+    stepsCompleted: 0,
+    faultsNotDone: 0,
     selfExits: 0,
     restartsNewId: 0,
     restartsSameId: 0,
@@ -391,53 +406,61 @@ export async function runWorkersCampaign(
 
   // --- chaos -------------------------------------------------------------------------------
   const restartGeneration = new Map<number, number>();
-  // The first actions are one of each kind, then the seeded rolls: the chaos is paced by time and
-  // the runs are a count, so fast runs (or a slow machine, whose leases and gaps are scaled) met
-  // only a few actions, and a kind the checks below require could be missing (200 runs in 9 s at
-  // load 3 met 1 kill, 3 long stops and no short one). A kill first, restarted under a new id.
-  const firstRolls = options.service !== undefined ? [0.1] : [0.1, 0.7, 0.5];
+  // Paced by progress: a fault is due once the parent has observed enough `step.completed` facts
+  // (`stepsCompleted`, counted by `poll`), so the faults per run stay the same however fast the
+  // runs are; only the pauses (fractions of the lease) and the restart delays are times. The first
+  // faults are one of each kind, then the seeded rolls: a kill first, restarted under a new id.
+  let stepsCompleted = 0;
+  let faults = 0;
+  const nextGap = () => Math.max(1, Math.round(faultEverySteps * (0.5 + chaosRandom())));
+  let faultDueAt = nextGap();
+  /** Faults due now (those after the next counted at the mean gap). */
+  const faultsDue = () => {
+    let due = 0;
+    for (let at = faultDueAt; at <= stepsCompleted && faults + due < maxFaults; due += 1) {
+      at += faultEverySteps;
+    }
+    return due;
+  };
+  const firstRolls = options.service !== undefined ? [0] : [0, 0.9, 0.6];
+  /** Does the fault that is due, if one is, on a running worker (never the last one running). */
   const chaosStep = () => {
-    if (!chaosOn) return;
-    const drawn = chaosRandom();
-    const slotIndex = Math.floor(chaosRandom() * slots.length);
-    const target = slots[slotIndex];
+    if (!chaosOn || faults >= maxFaults || stepsCompleted < faultDueAt) return;
+    const running = runningWorkers();
+    if (running.length < 2) return;
+    faults += 1;
+    faultDueAt += nextGap();
+    const target = running[Math.floor(chaosRandom() * running.length)] as WorkerProcess;
+    const slotIndex = slots.indexOf(target);
     const delayRoll = chaosRandom();
     const sameIdRoll = chaosRandom();
     const recoverRoll = chaosRandom();
-    // Keep one worker running, so the campaign always moves on.
-    if (target !== undefined && target.state === 'running' && runningWorkers().length > 1) {
+    const roll = firstRolls.shift() ?? chaosRandom();
+    // The service scenario kills only (its options say why).
+    if (roll < 0.5 || options.service !== undefined) {
       const first = report.kills === 0;
-      const roll = firstRolls.shift() ?? drawn;
-      // The service scenario kills only (its options say why), and more often.
-      const service = options.service !== undefined;
-      if (roll < (service ? 0.7 : 0.4)) {
-        target.signal('SIGKILL');
-        report.kills += 1;
-        const restartIn = Math.round(150 + delayRoll * 1000);
-        later(restartIn, () => {
-          const generation = (restartGeneration.get(slotIndex) ?? 0) + 1;
-          restartGeneration.set(slotIndex, generation);
-          const sameId = sameIdRoll < 0.25 && !first;
-          if (sameId) report.restartsSameId += 1;
-          else report.restartsNewId += 1;
-          const id = sameId ? target.workerId : `w${slotIndex + 1}.${generation}`;
-          slots[slotIndex] = start(id, recoverRoll < 0.5, slotIndex);
-        });
-      } else if (service) {
-        // nothing
-      } else if (roll < 0.6) {
-        target.signal('SIGSTOP');
-        report.shortStops += 1;
-        later(Math.round(leaseMs * (0.05 + delayRoll * 0.2)), () => target.signal('SIGCONT'));
-      } else if (roll < 0.8) {
-        target.signal('SIGSTOP');
-        report.longStops += 1;
-        later(Math.round(leaseMs * (1.3 + delayRoll * 1.7)), () => target.signal('SIGCONT'));
-      }
+      target.signal('SIGKILL');
+      report.kills += 1;
+      const restartIn = Math.round(150 + delayRoll * 1000);
+      later(restartIn, () => {
+        const generation = (restartGeneration.get(slotIndex) ?? 0) + 1;
+        restartGeneration.set(slotIndex, generation);
+        const sameId = sameIdRoll < 0.25 && !first;
+        if (sameId) report.restartsSameId += 1;
+        else report.restartsNewId += 1;
+        const id = sameId ? target.workerId : `w${slotIndex + 1}.${generation}`;
+        slots[slotIndex] = start(id, recoverRoll < 0.5, slotIndex);
+      });
+    } else if (roll < 0.75) {
+      target.signal('SIGSTOP');
+      report.shortStops += 1;
+      later(Math.round(leaseMs * (0.05 + delayRoll * 0.2)), () => target.signal('SIGCONT'));
+    } else {
+      target.signal('SIGSTOP');
+      report.longStops += 1;
+      later(Math.round(leaseMs * (1.3 + delayRoll * 1.7)), () => target.signal('SIGCONT'));
     }
-    later(Math.round(chaosEveryMs * (0.3 + chaosRandom() * 1.4)), chaosStep);
   };
-  later(Math.round(chaosEveryMs * chaosRandom()), chaosStep);
 
   // --- the parent's view of the logs -------------------------------------------------------
   const schemaSql = `"${options.schema}"`;
@@ -456,6 +479,7 @@ export async function runWorkersCampaign(
       const fact = JSON.parse(String(row.body)) as Fact;
       if (session === undefined || fact.seq !== session.facts.length + 1) continue;
       session.facts.push(fact);
+      if (fact.type === 'step.completed') stepsCompleted += 1;
       if (fact.type === 'run.ended') session.ended = true;
     }
   };
@@ -576,9 +600,11 @@ export async function runWorkersCampaign(
         `${ended}/${sessions.length} ended, ${report.kills} kills, ${report.shortStops + report.longStops} stops, workers ${slots.map((worker) => `${worker.workerId}:${worker.state}`).join(' ')}`,
       );
     }
-    // Start runs up to the concurrency.
+    chaosStep();
+    // Start runs up to the concurrency, unless faults fell behind (too few workers running to
+    // take one): new runs then wait, so the faults per run stay what `faultEverySteps` says.
     const inFlight = sessions.filter((session) => session.sentTo !== undefined && !session.ended);
-    if (inFlight.length < options.concurrency && nextToSend < sessions.length) {
+    if (inFlight.length < options.concurrency && nextToSend < sessions.length && faultsDue() < 2) {
       const worker = someWorker();
       const session = sessions[nextToSend];
       if (worker !== undefined && session !== undefined) {
@@ -629,6 +655,8 @@ export async function runWorkersCampaign(
 
   // --- the end: no more chaos; wake and close every worker ---------------------------------
   chaosOn = false;
+  report.stepsCompleted = stepsCompleted;
+  report.faultsNotDone = faultsDue();
   for (const timer of timers) clearTimeout(timer);
   timers.clear();
   for (const worker of slots) if (worker.state === 'stopped') worker.signal('SIGCONT');
@@ -780,7 +808,7 @@ export function formatWorkersReport(report: WorkersCampaignReport): string {
     .join(', ');
   return [
     `workers campaign seed ${report.seed}: ${report.runs} runs, ${(report.elapsedMs / 1000).toFixed(1)} s, ${report.processes} worker processes`,
-    `  chaos: ${report.kills} SIGKILLs (restarts: ${report.restartsNewId} new id, ${report.restartsSameId} same id), ${report.shortStops} short + ${report.longStops} long SIGSTOPs, ${report.selfExits} workers exited by themselves`,
+    `  chaos, paced by ${report.stepsCompleted} step.completed facts: ${report.kills} SIGKILLs (restarts: ${report.restartsNewId} new id, ${report.restartsSameId} same id), ${report.shortStops} short + ${report.longStops} long SIGSTOPs, ${report.faultsNotDone} due but not done at the end, ${report.selfExits} workers exited by themselves`,
     `  work: ${report.facts} facts, ${report.executions} executions, ${report.requests} requests, ${report.decisions} decisions (${report.decideCommands} decide commands), ${report.busyProbes} busy probes`,
     `  leases: ${report.grants} grants, ${report.takeovers} takeovers, ${report.indeterminate} indeterminate calls, ${report.recovered} run.recovered`,
     `  command errors: ${errors === '' ? 'none' : errors}`,
