@@ -213,3 +213,36 @@ export async function readFacts(options: {
   }
   return { facts, problem: undefined };
 }
+
+/**
+ * The session's last seq and the id of the fact there (0 and `undefined` for a session with none):
+ * where a subscription starts, and what tells it the session was purged and started again.
+ */
+export async function readLastFact(
+  db: PgQueryable,
+  schema: PostgresSchema,
+  sessionId: string,
+): Promise<{ seq: number; id: string | undefined }> {
+  const { rows } = await db.query(
+    `SELECT s.last_seq, f.id FROM ${schema.sql}.sessions s
+     LEFT JOIN ${schema.sql}.facts f ON f.session_id = s.session_id AND f.seq = s.last_seq
+     WHERE s.session_id = $1`,
+    [sessionId],
+  );
+  const id = rows[0]?.id;
+  return { seq: Number(rows[0]?.last_seq ?? 0), id: id == null ? undefined : String(id) };
+}
+
+/** The id of the session's fact at `seq`, or `undefined` when it has none there. */
+export async function readFactId(
+  db: PgQueryable,
+  schema: PostgresSchema,
+  sessionId: string,
+  seq: number,
+): Promise<string | undefined> {
+  const { rows } = await db.query(
+    `SELECT id FROM ${schema.sql}.facts WHERE session_id = $1 AND seq = $2`,
+    [sessionId, seq],
+  );
+  return rows[0] === undefined ? undefined : String(rows[0].id);
+}

@@ -33,7 +33,7 @@ import {
   postgresSchema,
 } from './postgres-connection.ts';
 import { StoreUnavailableError } from './postgres-errors.ts';
-import { appendFacts, readFacts } from './postgres-facts.ts';
+import { appendFacts, readFactId, readFacts, readLastFact } from './postgres-facts.ts';
 import { PostgresInbox } from './postgres-inbox.ts';
 import { postgresRenewalThread } from './postgres-lease-renewer.ts';
 import { PostgresLeases } from './postgres-leases.ts';
@@ -136,23 +136,8 @@ class PostgresEventStore implements PostgresStore {
     this.#subscriptions = new FactSubscriptions({
       notifications: this.#notifications,
       listeners: this.#listeners,
-      lastFact: async (sessionId) => {
-        const { rows } = await this.#pool.query(
-          `SELECT s.last_seq, f.id FROM ${this.#schema.sql}.sessions s
-           LEFT JOIN ${this.#schema.sql}.facts f ON f.session_id = s.session_id AND f.seq = s.last_seq
-           WHERE s.session_id = $1`,
-          [sessionId],
-        );
-        const id = rows[0]?.id;
-        return { seq: Number(rows[0]?.last_seq ?? 0), id: id == null ? undefined : String(id) };
-      },
-      factId: async (sessionId, seq) => {
-        const { rows } = await this.#pool.query(
-          `SELECT id FROM ${this.#schema.sql}.facts WHERE session_id = $1 AND seq = $2`,
-          [sessionId, seq],
-        );
-        return rows[0] === undefined ? undefined : String(rows[0].id);
-      },
+      lastFact: (sessionId) => readLastFact(this.#pool, this.#schema, sessionId),
+      factId: (sessionId, seq) => readFactId(this.#pool, this.#schema, sessionId, seq),
       read: (sessionId, fromSeq) => this.#read(sessionId, fromSeq),
     });
     this.#leases = new PostgresLeases(this.#pool, this.#schema);
